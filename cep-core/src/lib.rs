@@ -1,0 +1,16 @@
+#![doc = include_str!("../README.md")]
+
+pub mod event;
+pub mod json;
+pub mod matches;
+pub mod read;
+pub mod schema;
+pub mod time;
+pub mod value;
+
+pub use event::{DEFAULT_TYPE, Event};
+pub use matches::{Match, MatchId, match_id};
+pub use read::{Format, ReadError, ReadErrorKind, Reader};
+pub use schema::{FieldId, KindSet, Schema, TypeInfo};
+pub use time::{TimeUnit, Timestamp};
+pub use value::{Kind, Sym, Value};

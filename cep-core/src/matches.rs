@@ -1,0 +1,179 @@
+//! Matches, their stable ids and their JSON lines.
+//!
+//! # The id
+//! A match id is the 128-bit XXH3 hash (seed 0, the published, fixed
+//! algorithm) of a canonical byte string, printed as 32 lower-case hex digits.
+//! The bytes are, in order (integers little-endian):
+//!
+//! 1. the query name: `u32` byte length, UTF-8 bytes;
+//! 2. the key: a tag byte, then `0` null (nothing more), `1` int (`i64`),
+//!    `2` float (`u64` bits, `-0.0` as `0.0`), `3` bool (one byte), `4`
+//!    string (`u32` length, UTF-8 bytes);
+//! 3. per positive variable in `SEQ` order: the `u32` row count, then each row
+//!    as `u64`.
+//!
+//! It depends on nothing else (no random seed, no thread count, no clock), so
+//! the same query, key and rows give the same id on every run and machine.
+
+use std::fmt;
+
+use crate::{Timestamp, Value, json};
+
+/// One match: the rows bound to each positive variable.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Match {
+    /// Index of the query in the engine that produced it.
+    pub query: usize,
+    /// The partition key (NULL without a partition).
+    pub key: Value,
+    /// ts of the first bound event.
+    pub start: Timestamp,
+    /// ts of the last bound event, plus the quiet period of a trailing `NOT`.
+    pub end: Timestamp,
+    /// Bound rows, variable after variable.
+    pub rows: Vec<u64>,
+    /// `rows[ends[i-1]..ends[i]]` are variable `i`'s rows.
+    pub ends: Vec<u32>,
+}
+
+impl Match {
+    /// Number of positive variables.
+    pub fn var_count(&self) -> usize {
+        self.ends.len()
+    }
+
+    /// The rows bound to variable `i` (in `SEQ` order of positive variables).
+    pub fn var_rows(&self, i: usize) -> &[u64] {
+        let lo = if i == 0 { 0 } else { self.ends[i - 1] as usize };
+        &self.rows[lo..self.ends[i] as usize]
+    }
+
+    /// Iterates the variables' rows.
+    pub fn vars(&self) -> impl Iterator<Item = &[u64]> + '_ {
+        (0..self.var_count()).map(|i| self.var_rows(i))
+    }
+
+    /// The stable id of this match under query name `query`.
+    pub fn id(&self, query: &str) -> MatchId {
+        match_id(query, &self.key, self.vars())
+    }
+
+    /// Appends the match as one JSON line (without the newline) as
+    /// LANGUAGE.md §5 specifies.
+    ///
+    /// # Examples
+    /// ```
+    /// use cep_core::{Match, Value};
+    /// let m = Match { query: 0, key: Value::Int(7), start: 1000, end: 31000,
+    ///                 rows: vec![1, 2], ends: vec![1, 2] };
+    /// let mut line = String::new();
+    /// m.write_json(&mut line, "rise_spike", &["r", "s"]);
+    /// assert!(line.starts_with(
+    ///     r#"{"query":"rise_spike","key":7,"start":1000,"end":31000,"vars":{"r":[1],"s":[2]},"id":""#));
+    /// ```
+    pub fn write_json(&self, out: &mut String, query: &str, var_names: &[&str]) {
+        use fmt::Write;
+        out.push_str("{\"query\":");
+        json::write_str(out, query);
+        out.push_str(",\"key\":");
+        json::write_value(out, &self.key);
+        let _ = write!(out, ",\"start\":{},\"end\":{},\"vars\":{{", self.start, self.end);
+        for (i, name) in var_names.iter().enumerate() {
+            if i > 0 {
+                out.push(',');
+            }
+            json::write_str(out, name);
+            out.push_str(":[");
+            for (j, r) in self.var_rows(i).iter().enumerate() {
+                if j > 0 {
+                    out.push(',');
+                }
+                let _ = write!(out, "{r}");
+            }
+            out.push(']');
+        }
+        let _ = write!(out, "}},\"id\":\"{}\"}}", self.id(query));
+    }
+}
+
+/// A stable 128-bit match id.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct MatchId(pub u128);
+
+impl fmt::Display for MatchId {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{:032x}", self.0)
+    }
+}
+
+/// Computes the id of a match from its query name, key and variables' rows.
+///
+/// # Examples
+/// ```
+/// use cep_core::{match_id, Value};
+/// let a = match_id("q", &Value::Int(7), [&[1u64][..], &[2, 3][..]].into_iter());
+/// let b = match_id("q", &Value::Int(7), [&[1u64, 2][..], &[3][..]].into_iter());
+/// assert_ne!(a, b);
+/// assert_eq!(a, match_id("q", &Value::Int(7), [&[1u64][..], &[2, 3][..]].into_iter()));
+/// ```
+pub fn match_id<'a>(query: &str, key: &Value, vars: impl Iterator<Item = &'a [u64]>) -> MatchId {
+    let mut buf: Vec<u8> = Vec::with_capacity(64);
+    push_str(&mut buf, query);
+    match *key {
+        Value::Null => buf.push(0),
+        Value::Int(i) => {
+            buf.push(1);
+            buf.extend_from_slice(&i.to_le_bytes());
+        }
+        Value::Float(f) => {
+            buf.push(2);
+            let bits = if f == 0.0 { 0u64 } else { f.to_bits() };
+            buf.extend_from_slice(&bits.to_le_bytes());
+        }
+        Value::Bool(b) => {
+            buf.push(3);
+            buf.push(b as u8);
+        }
+        Value::Str(s) => {
+            buf.push(4);
+            push_str(&mut buf, s.as_str());
+        }
+    }
+    for rows in vars {
+        buf.extend_from_slice(&(rows.len() as u32).to_le_bytes());
+        for r in rows {
+            buf.extend_from_slice(&r.to_le_bytes());
+        }
+    }
+    MatchId(xxhash_rust::xxh3::xxh3_128(&buf))
+}
+
+fn push_str(buf: &mut Vec<u8>, s: &str) {
+    buf.extend_from_slice(&(s.len() as u32).to_le_bytes());
+    buf.extend_from_slice(s.as_bytes());
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn id_is_pinned() {
+        // The id is part of the output contract: it must never change.
+        let id = match_id("rise_spike", &Value::Int(1), [&[1u64][..], &[2][..]].into_iter());
+        assert_eq!(id.to_string().len(), 32);
+        assert_eq!(id, match_id("rise_spike", &Value::Int(1), [&[1u64][..], &[2][..]].into_iter()));
+        assert_ne!(id, match_id("rise_spike", &Value::Int(2), [&[1u64][..], &[2][..]].into_iter()));
+        assert_ne!(id, match_id("rise_spike", &Value::str("1"), [&[1u64][..], &[2][..]].into_iter()));
+    }
+
+    #[test]
+    fn json_line_parses() {
+        let m = Match { query: 0, key: Value::str("a\"b"), start: 1, end: 2, rows: vec![], ends: vec![0, 0] };
+        let mut s = String::new();
+        m.write_json(&mut s, "q", &["x", "y"]);
+        let v: serde_json::Value = serde_json::from_str(&s).unwrap();
+        assert_eq!(v["key"], "a\"b");
+        assert_eq!(v["vars"]["x"], serde_json::json!([]));
+    }
+}

@@ -1,0 +1,1899 @@
+//! Readers for CSV and JSON lines (LANGUAGE.md §1).
+//!
+//! A [`Reader`] turns a byte stream into [`Event`]s, one at a time, into an
+//! `Event` the caller reuses, and fills a [`Schema`] as it goes.
+//!
+//! # CSV
+//!
+//! - The first record is the header. It must name a `ts` column; a `type`
+//!   column is optional; every other column becomes a field, registered in
+//!   column order, and the field set is then closed. Header names are trimmed
+//!   of surrounding whitespace; an empty or duplicate name is a fatal error.
+//!   Without a `type` column every event has type `Event`, so the schema is
+//!   declared complete from the start.
+//! - A cell is trimmed of surrounding ASCII whitespace, then typed: an integer
+//!   literal `[+-]?[0-9]+` is an int (one that does not fit an `i64` is a bad
+//!   row); otherwise a decimal float literal
+//!   `[+-]?(digits[.digits*]|.digits)([eE][+-]?digits)?` is a float (one that
+//!   overflows to infinity is a bad row); `nan`, `inf` and `infinity` in any
+//!   case and with an optional sign are a bad row (floats are always finite);
+//!   exactly `true` / `false` are bools; anything else is a string. The
+//!   trimmed text is what is kept, so a cell holding only whitespace is empty,
+//!   and an empty cell is NULL (a missing field).
+//! - `ts` must be an integer literal that fits an `i64`; an empty `type` cell
+//!   means type `Event`.
+//! - A row with the wrong number of cells, a bad `ts`, a bad number or
+//!   invalid UTF-8 is a bad row ([`ReadErrorKind::BadRow`]); reading can go
+//!   on with the next row. Blank lines are skipped and are not rows (the `csv`
+//!   crate drops them).
+//!
+//! # JSON lines
+//!
+//! - One object per line; lines holding only whitespace are skipped and are
+//!   not rows. `ts` must be a JSON integer that fits an `i64` (`1.0`, `1e3`,
+//!   strings and out-of-range integers are bad rows; `null` counts as
+//!   missing). `type` is an optional string; `null` or `""` mean `Event`.
+//! - Other keys are fields, registered on first sight (the field set stays
+//!   open). Integers are ints (beyond `i64`, a bad row), other numbers floats
+//!   (serde_json rejects numbers that overflow an `f64`), then bools, strings
+//!   and `null` (NULL). Arrays and objects as values are a bad row. When a key
+//!   repeats, the last value wins.
+//! - Invalid JSON, or JSON that is not an object, is a bad row.
+//!
+//! # Both formats
+//!
+//! - Data rows are numbered from 0 in input order, bad rows included.
+//! - A physical line longer than [`MAX_LINE_LEN`] (64 MiB) is a bad row in JSON
+//!   lines (the line is skipped without being buffered) and a fatal error in
+//!   CSV (the CSV parser cannot resynchronise inside a record).
+//! - I/O errors, a missing or bad CSV header and an empty CSV input are fatal
+//!   ([`ReadErrorKind::Fatal`]); after one, every call returns it again.
+//! - Errors display as `FILE:LINE: message`, LINE being the 1-based physical
+//!   line (the CSV header is line 1) where the bad row starts.
+//! - Nothing panics on any input. In steady state reading a CSV row allocates
+//!   nothing: the record and the event's value vector are reused, and a small
+//!   reader-local cache maps repeated strings to their [`Sym`] without taking
+//!   the global interner's lock.
+
+use std::borrow::Cow;
+use std::fmt;
+use std::io::{self, BufRead, Read};
+
+use ahash::AHashMap;
+use serde::de::{self, DeserializeSeed, MapAccess, SeqAccess, Visitor};
+
+use crate::{DEFAULT_TYPE, Event, FieldId, Schema, Sym, Value};
+
+/// The longest physical input line accepted, in bytes (64 MiB).
+pub const MAX_LINE_LEN: usize = 64 << 20;
+
+/// Strings longer than this are interned without going through the
+/// reader-local cache.
+const CACHE_MAX_KEY: usize = 128;
+/// The reader-local string cache is cleared when it reaches this many entries.
+const CACHE_MAX_ENTRIES: usize = 1 << 14;
+/// Cell text longer than this is cut short in error messages.
+const SHOW_MAX: usize = 64;
+
+/// An input format.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Format {
+    /// CSV with a header row.
+    Csv,
+    /// One JSON object per line.
+    Jsonl,
+}
+
+impl Format {
+    /// The format named by a file name's extension (case-insensitive):
+    /// `.csv` is CSV; `.jsonl`, `.json` and `.ndjson` are JSON lines.
+    ///
+    /// # Examples
+    /// ```
+    /// use cep_core::Format;
+    /// assert_eq!(Format::from_path("data/ticks.csv"), Some(Format::Csv));
+    /// assert_eq!(Format::from_path("ticks.NDJSON"), Some(Format::Jsonl));
+    /// assert_eq!(Format::from_path("-"), None);
+    /// ```
+    pub fn from_path(path: &str) -> Option<Format> {
+        let ext = std::path::Path::new(path).extension()?.to_str()?;
+        if ext.eq_ignore_ascii_case("csv") {
+            Some(Format::Csv)
+        } else if ["jsonl", "json", "ndjson"].iter().any(|e| ext.eq_ignore_ascii_case(e)) {
+            Some(Format::Jsonl)
+        } else {
+            None
+        }
+    }
+
+    /// Parses a `--format` value: `csv` or `jsonl`.
+    pub fn parse(s: &str) -> Option<Format> {
+        match s {
+            "csv" => Some(Format::Csv),
+            "jsonl" => Some(Format::Jsonl),
+            _ => None,
+        }
+    }
+
+    /// The name accepted by [`Format::parse`].
+    pub fn name(self) -> &'static str {
+        match self {
+            Format::Csv => "csv",
+            Format::Jsonl => "jsonl",
+        }
+    }
+}
+
+impl fmt::Display for Format {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.name())
+    }
+}
+
+/// Whether reading can go on after a [`ReadError`].
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum ReadErrorKind {
+    /// One data row is bad; the next call reads the following row (the
+    /// `--on-bad-row skip` case).
+    BadRow,
+    /// The input cannot be read further: a bad header, an I/O error, an
+    /// empty CSV input.
+    Fatal,
+}
+
+/// A reading error, displayed as `FILE:LINE: message`.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct ReadError {
+    /// The file name given to [`Reader::new`].
+    pub file: String,
+    /// 1-based physical line number.
+    pub line: u64,
+    /// The data row number of a bad row.
+    pub row: Option<u64>,
+    /// What is wrong.
+    pub message: String,
+    /// Whether reading can go on.
+    pub kind: ReadErrorKind,
+}
+
+impl ReadError {
+    /// Whether this is a bad row that may be skipped.
+    pub fn is_bad_row(&self) -> bool {
+        self.kind == ReadErrorKind::BadRow
+    }
+}
+
+impl fmt::Display for ReadError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{}:{}: {}", self.file, self.line, self.message)
+    }
+}
+
+impl std::error::Error for ReadError {}
+
+/// Reads events from CSV or JSON lines.
+///
+/// See the [module documentation](self) for the rules.
+pub struct Reader<R: BufRead> {
+    file: String,
+    format: Format,
+    schema: Schema,
+    observe: bool,
+    rows: u64,
+    strings: StrCache,
+    default_ty: Sym,
+    failed: Option<ReadError>,
+    inner: Inner<R>,
+}
+
+enum Inner<R: BufRead> {
+    Csv(Box<CsvState<R>>),
+    Jsonl(JsonState<R>),
+}
+
+impl<R: BufRead> fmt::Debug for Reader<R> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Reader")
+            .field("file", &self.file)
+            .field("format", &self.format)
+            .field("rows", &self.rows)
+            .field("observe", &self.observe)
+            .field("failed", &self.failed)
+            .finish_non_exhaustive()
+    }
+}
+
+impl<R: BufRead> Reader<R> {
+    /// Starts reading `src`, named `file` in messages.
+    ///
+    /// For CSV this reads the header now, registers every column other than
+    /// `ts` and `type` as a field (in column order) and closes the field set;
+    /// without a `type` column it also declares type `Event` and marks the
+    /// schema complete. Errors (all fatal): an empty input, no `ts` column,
+    /// an empty or duplicate column name, invalid UTF-8 in the header, an I/O
+    /// error.
+    pub fn new(src: R, file: &str, format: Format) -> Result<Reader<R>, ReadError> {
+        Reader::with_max_line(src, file, format, MAX_LINE_LEN)
+    }
+
+    /// [`Reader::new`] with another limit on the length of a line.
+    fn with_max_line(src: R, file: &str, format: Format, max_line: usize) -> Result<Reader<R>, ReadError> {
+        let mut schema = Schema::new();
+        let default_ty = Sym::new(DEFAULT_TYPE);
+        let inner = match format {
+            Format::Csv => {
+                Inner::Csv(Box::new(open_csv(src, &mut schema, default_ty, max_line).map_err(|(line, message)| {
+                    ReadError { file: file.to_owned(), line, row: None, message, kind: ReadErrorKind::Fatal }
+                })?))
+            }
+            Format::Jsonl => Inner::Jsonl(JsonState { src, buf: Vec::new(), line: 0, keys: AHashMap::new(), max_line }),
+        };
+        Ok(Reader {
+            file: file.to_owned(),
+            format,
+            schema,
+            observe: true,
+            rows: 0,
+            strings: StrCache::default(),
+            default_ty,
+            failed: None,
+            inner,
+        })
+    }
+
+    /// Reads the next event into `event`, reusing its `fields` vector.
+    ///
+    /// Returns `Ok(true)` for an event and `Ok(false)` at the end of the
+    /// input. A bad row is an error of kind [`ReadErrorKind::BadRow`]: its row
+    /// number is used up, and the next call reads the following row.
+    pub fn next_event(&mut self, event: &mut Event) -> Result<bool, ReadError> {
+        if let Some(e) = &self.failed {
+            return Err(e.clone());
+        }
+        let result = match &mut self.inner {
+            Inner::Csv(csv) => csv.next(event, &mut self.schema, &mut self.strings, &mut self.rows, self.default_ty),
+            Inner::Jsonl(json) => {
+                json.next(event, &mut self.schema, &mut self.strings, &mut self.rows, self.default_ty)
+            }
+        };
+        match result {
+            Ok(true) => {
+                if self.observe {
+                    self.schema.observe(event.ty, &event.fields);
+                }
+                Ok(true)
+            }
+            Ok(false) => Ok(false),
+            Err(e) => {
+                let err = ReadError {
+                    file: self.file.clone(),
+                    line: e.line,
+                    row: e.row,
+                    message: e.message,
+                    kind: if e.row.is_some() { ReadErrorKind::BadRow } else { ReadErrorKind::Fatal },
+                };
+                if err.kind == ReadErrorKind::Fatal {
+                    self.failed = Some(err.clone());
+                }
+                Err(err)
+            }
+        }
+    }
+
+    /// The schema filled so far.
+    pub fn schema(&self) -> &Schema {
+        &self.schema
+    }
+
+    /// The schema, mutably (to mark it complete after the whole input).
+    pub fn schema_mut(&mut self) -> &mut Schema {
+        &mut self.schema
+    }
+
+    /// Whether each event read is recorded with [`Schema::observe`] (on by
+    /// default; a caller turns it off after a prefix of the input).
+    pub fn set_observe(&mut self, on: bool) {
+        self.observe = on;
+    }
+
+    /// Data rows consumed so far, good and bad.
+    pub fn rows(&self) -> u64 {
+        self.rows
+    }
+
+    /// The input format.
+    pub fn format(&self) -> Format {
+        self.format
+    }
+
+    /// The file name used in messages.
+    pub fn file(&self) -> &str {
+        &self.file
+    }
+}
+
+/// A row error before the reader adds its file name: `row` is `Some` for a
+/// bad row, `None` for a fatal error.
+struct RawError {
+    line: u64,
+    row: Option<u64>,
+    message: String,
+}
+
+/// Maps repeated strings to their symbols without the global interner lock.
+#[derive(Default)]
+struct StrCache {
+    map: AHashMap<Box<[u8]>, Sym>,
+}
+
+impl StrCache {
+    /// The symbol of `bytes`, or `None` if they are not UTF-8.
+    fn intern(&mut self, bytes: &[u8]) -> Option<Sym> {
+        if let Some(&sym) = self.map.get(bytes) {
+            return Some(sym);
+        }
+        let s = std::str::from_utf8(bytes).ok()?;
+        let sym = Sym::new(s);
+        if bytes.len() <= CACHE_MAX_KEY {
+            if self.map.len() >= CACHE_MAX_ENTRIES {
+                self.map.clear();
+            }
+            self.map.insert(bytes.into(), sym);
+        }
+        Some(sym)
+    }
+}
+
+/// The message for a line longer than `max` bytes.
+fn too_long_message(max: usize) -> String {
+    if max % (1 << 20) == 0 {
+        format!("line longer than {} MiB", max >> 20)
+    } else {
+        format!("line longer than {max} bytes")
+    }
+}
+
+/// Shows input text in a message, cut short when long.
+fn show(bytes: &[u8]) -> String {
+    let s = String::from_utf8_lossy(bytes);
+    if s.chars().count() <= SHOW_MAX {
+        s.into_owned()
+    } else {
+        let mut cut: String = s.chars().take(SHOW_MAX).collect();
+        cut.push('…');
+        cut
+    }
+}
+
+// ---------------------------------------------------------------------------
+// CSV
+
+/// Reads the CSV header and sets up the schema; errors are `(line, message)`.
+fn open_csv<R: BufRead>(
+    src: R,
+    schema: &mut Schema,
+    default_ty: Sym,
+    max_line: usize,
+) -> Result<CsvState<R>, (u64, String)> {
+    let mut rdr = csv::ReaderBuilder::new().has_headers(false).flexible(true).from_reader(LineLimit {
+        inner: src,
+        line: 1,
+        len: 0,
+        max: max_line,
+        too_long: None,
+    });
+    let mut record = csv::ByteRecord::new();
+    let found = match rdr.read_byte_record(&mut record) {
+        Ok(found) => found,
+        Err(e) => return Err(csv_fatal(&rdr, &e)),
+    };
+    let line = record.position().map_or(1, |p| p.line());
+    if !found {
+        return Err((1, "empty input: expected a CSV header with a `ts` column".to_owned()));
+    }
+    let mut names: Vec<&str> = Vec::with_capacity(record.len());
+    for (i, cell) in record.iter().enumerate() {
+        let cell = if i == 0 { cell.strip_prefix(b"\xEF\xBB\xBF").unwrap_or(cell) } else { cell };
+        let Ok(name) = std::str::from_utf8(cell) else {
+            return Err((line, format!("invalid UTF-8 in the name of column {}", i + 1)));
+        };
+        let name = name.trim();
+        if name.is_empty() {
+            return Err((line, format!("column {} of the header has an empty name", i + 1)));
+        }
+        if names.contains(&name) {
+            return Err((line, format!("duplicate column `{name}` in the header")));
+        }
+        names.push(name);
+    }
+    if !names.contains(&"ts") {
+        let found = names.iter().map(|n| format!("`{n}`")).collect::<Vec<_>>().join(", ");
+        return Err((line, format!("the header has no `ts` column (found {found})")));
+    }
+    let mut cols = Vec::with_capacity(names.len());
+    let mut col_names = Vec::with_capacity(names.len());
+    for &name in &names {
+        cols.push(match name {
+            "ts" => Col::Ts,
+            "type" => Col::Type,
+            _ => Col::Field(schema.field(name)),
+        });
+        col_names.push(name.to_owned().into_boxed_str());
+    }
+    schema.close_fields();
+    if !names.contains(&"type") {
+        schema.declare_type(default_ty);
+        schema.set_complete(true);
+    }
+    Ok(CsvState { rdr, record, cols, names: col_names })
+}
+
+#[derive(Clone, Copy)]
+enum Col {
+    Ts,
+    Type,
+    Field(FieldId),
+}
+
+struct CsvState<R: BufRead> {
+    rdr: csv::Reader<LineLimit<R>>,
+    record: csv::ByteRecord,
+    cols: Vec<Col>,
+    names: Vec<Box<str>>,
+}
+
+/// Passes bytes through, failing once a physical line exceeds `max` bytes
+/// (the `csv` crate has no such limit and would buffer the whole record).
+struct LineLimit<R> {
+    inner: R,
+    /// 1-based number of the line being read.
+    line: u64,
+    /// Bytes of the current line seen so far.
+    len: usize,
+    max: usize,
+    /// The line that was too long.
+    too_long: Option<u64>,
+}
+
+impl<R: BufRead> Read for LineLimit<R> {
+    fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
+        if self.too_long.is_some() {
+            return Err(io::Error::other("line too long"));
+        }
+        let avail = loop {
+            match self.inner.fill_buf() {
+                Ok(a) => break a,
+                Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+                Err(e) => return Err(e),
+            }
+        };
+        let chunk = &avail[..avail.len().min(buf.len())];
+        // Pass on the bytes up to the first one that makes a line too long
+        // (so the rows before it are still read), then fail on the next call.
+        let mut pos = 0;
+        let mut allowed = chunk.len();
+        loop {
+            let rest = &chunk[pos..];
+            let (seg, newline) = match rest.iter().position(|&b| b == b'\n') {
+                Some(i) => (i, true),
+                None => (rest.len(), false),
+            };
+            if self.len + seg > self.max {
+                allowed = pos + (self.max - self.len);
+                self.too_long = Some(self.line);
+                break;
+            }
+            if !newline {
+                self.len += seg;
+                break;
+            }
+            self.line += 1;
+            self.len = 0;
+            pos += seg + 1;
+        }
+        buf[..allowed].copy_from_slice(&chunk[..allowed]);
+        self.inner.consume(allowed);
+        if allowed == 0 && self.too_long.is_some() {
+            return Err(io::Error::other("line too long"));
+        }
+        Ok(allowed)
+    }
+}
+
+/// The line and message of a fatal `csv` error.
+fn csv_fatal<R: BufRead>(rdr: &csv::Reader<LineLimit<R>>, e: &csv::Error) -> (u64, String) {
+    if let Some(line) = rdr.get_ref().too_long {
+        return (line, too_long_message(rdr.get_ref().max));
+    }
+    let line = e.position().map_or_else(|| rdr.position().line(), |p| p.line());
+    let message = match e.kind() {
+        csv::ErrorKind::Io(io) => format!("read error: {io}"),
+        _ => format!("CSV error: {e}"),
+    };
+    (line, message)
+}
+
+/// What a trimmed cell looks like.
+enum Lexeme {
+    Int,
+    Float,
+    NonFinite,
+    Other,
+}
+
+fn classify(b: &[u8]) -> Lexeme {
+    let body = match b.first() {
+        Some(b'+' | b'-') => &b[1..],
+        _ => b,
+    };
+    if body.is_empty() {
+        return Lexeme::Other;
+    }
+    if body.iter().all(u8::is_ascii_digit) {
+        return Lexeme::Int;
+    }
+    if body.eq_ignore_ascii_case(b"nan") || body.eq_ignore_ascii_case(b"inf") || body.eq_ignore_ascii_case(b"infinity")
+    {
+        return Lexeme::NonFinite;
+    }
+    // [digits][.digits] with at least one digit, then an optional exponent.
+    let int_digits = body.iter().take_while(|b| b.is_ascii_digit()).count();
+    let mut i = int_digits;
+    let mut frac_digits = 0;
+    if body.get(i) == Some(&b'.') {
+        i += 1;
+        frac_digits = body[i..].iter().take_while(|b| b.is_ascii_digit()).count();
+        i += frac_digits;
+    }
+    if int_digits + frac_digits == 0 {
+        return Lexeme::Other;
+    }
+    if matches!(body.get(i), Some(b'e' | b'E')) {
+        i += 1;
+        if matches!(body.get(i), Some(b'+' | b'-')) {
+            i += 1;
+        }
+        let exp_digits = body[i..].iter().take_while(|b| b.is_ascii_digit()).count();
+        if exp_digits == 0 {
+            return Lexeme::Other;
+        }
+        i += exp_digits;
+    }
+    if i == body.len() { Lexeme::Float } else { Lexeme::Other }
+}
+
+/// Parses `[+-]?[0-9]+` (already checked); `None` on overflow.
+fn parse_int(b: &[u8]) -> Option<i64> {
+    let (neg, digits) = match b.first() {
+        Some(b'-') => (true, &b[1..]),
+        Some(b'+') => (false, &b[1..]),
+        _ => (false, b),
+    };
+    let mut v: i64 = 0;
+    for &d in digits {
+        let d = i64::from(d - b'0');
+        v = v.checked_mul(10)?;
+        v = if neg { v.checked_sub(d)? } else { v.checked_add(d)? };
+    }
+    Some(v)
+}
+
+/// Types one trimmed, non-empty field cell.
+fn csv_value(cell: &[u8], column: &str, strings: &mut StrCache) -> Result<Value, String> {
+    match classify(cell) {
+        Lexeme::Int => match parse_int(cell) {
+            Some(i) => Ok(Value::Int(i)),
+            None => Err(format!("integer `{}` in column `{column}` does not fit in 64 bits", show(cell))),
+        },
+        Lexeme::Float => {
+            // The lexeme is ASCII, and Rust's float syntax is a superset of it.
+            let f = std::str::from_utf8(cell).ok().and_then(|s| s.parse::<f64>().ok());
+            match f {
+                Some(f) if f.is_finite() => Ok(Value::Float(f)),
+                Some(_) => Err(format!("number `{}` in column `{column}` is too large for a 64-bit float", show(cell))),
+                None => Err(format!("malformed number `{}` in column `{column}`", show(cell))),
+            }
+        }
+        Lexeme::NonFinite => Err(format!("non-finite number `{}` in column `{column}`", show(cell))),
+        Lexeme::Other => match cell {
+            b"true" => Ok(Value::Bool(true)),
+            b"false" => Ok(Value::Bool(false)),
+            _ => match strings.intern(cell) {
+                Some(sym) => Ok(Value::Str(sym)),
+                None => Err(format!("invalid UTF-8 in column `{column}`")),
+            },
+        },
+    }
+}
+
+impl<R: BufRead> CsvState<R> {
+    fn next(
+        &mut self,
+        event: &mut Event,
+        schema: &mut Schema,
+        strings: &mut StrCache,
+        rows: &mut u64,
+        default_ty: Sym,
+    ) -> Result<bool, RawError> {
+        match self.rdr.read_byte_record(&mut self.record) {
+            Ok(true) => {}
+            Ok(false) => return Ok(false),
+            Err(e) => {
+                let (line, message) = csv_fatal(&self.rdr, &e);
+                return Err(RawError { line, row: None, message });
+            }
+        }
+        let row = *rows;
+        *rows += 1;
+        let line = self.record.position().map_or(0, |p| p.line());
+        let bad = |message: String| RawError { line, row: Some(row), message };
+        if self.record.len() != self.cols.len() {
+            return Err(bad(format!("expected {} cells, found {}", self.cols.len(), self.record.len())));
+        }
+        event.fields.clear();
+        event.fields.resize(schema.field_count(), Value::Null);
+        let mut ts = None;
+        let mut ty = default_ty;
+        for (i, cell) in self.record.iter().enumerate() {
+            let cell = cell.trim_ascii();
+            match self.cols[i] {
+                Col::Ts => {
+                    if cell.is_empty() {
+                        continue;
+                    }
+                    if !matches!(classify(cell), Lexeme::Int) {
+                        return Err(bad(format!("`ts` is not an integer: `{}`", show(cell))));
+                    }
+                    match parse_int(cell) {
+                        Some(t) => ts = Some(t),
+                        None => {
+                            return Err(bad(format!("`ts` `{}` does not fit in 64 bits", show(cell))));
+                        }
+                    }
+                }
+                Col::Type => {
+                    if !cell.is_empty() {
+                        match strings.intern(cell) {
+                            Some(sym) => ty = sym,
+                            None => return Err(bad("invalid UTF-8 in column `type`".to_owned())),
+                        }
+                    }
+                }
+                Col::Field(id) => {
+                    if !cell.is_empty() {
+                        let v = csv_value(cell, &self.names[i], strings).map_err(bad)?;
+                        event.fields[id as usize] = v;
+                    }
+                }
+            }
+        }
+        let Some(ts) = ts else {
+            return Err(bad("missing `ts`".to_owned()));
+        };
+        event.ty = ty;
+        event.ts = ts;
+        event.row = row;
+        Ok(true)
+    }
+}
+
+// ---------------------------------------------------------------------------
+// JSON lines
+
+struct JsonState<R> {
+    src: R,
+    buf: Vec<u8>,
+    /// Physical lines read so far.
+    line: u64,
+    /// Field ids by key, so known keys skip the global interner.
+    keys: AHashMap<Box<str>, FieldId>,
+    max_line: usize,
+}
+
+/// How reading one line ended.
+enum LineEnd {
+    Eof,
+    Line,
+    TooLong,
+}
+
+/// Reads one line (without its `\n`) into `buf`; a line longer than `max`
+/// is consumed without being kept.
+fn read_line_limited<R: BufRead>(src: &mut R, buf: &mut Vec<u8>, max: usize) -> io::Result<LineEnd> {
+    buf.clear();
+    let mut any = false;
+    let mut too_long = false;
+    loop {
+        let avail = match src.fill_buf() {
+            Ok(a) => a,
+            Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
+            Err(e) => return Err(e),
+        };
+        if avail.is_empty() {
+            return Ok(match (any, too_long) {
+                (false, _) => LineEnd::Eof,
+                (true, true) => LineEnd::TooLong,
+                (true, false) => LineEnd::Line,
+            });
+        }
+        any = true;
+        let (take, done) = match avail.iter().position(|&b| b == b'\n') {
+            Some(i) => (i, true),
+            None => (avail.len(), false),
+        };
+        if !too_long {
+            if buf.len() + take > max {
+                too_long = true;
+                buf.clear();
+            } else {
+                buf.extend_from_slice(&avail[..take]);
+            }
+        }
+        src.consume(if done { take + 1 } else { take });
+        if done {
+            return Ok(if too_long { LineEnd::TooLong } else { LineEnd::Line });
+        }
+    }
+}
+
+impl<R: BufRead> JsonState<R> {
+    fn next(
+        &mut self,
+        event: &mut Event,
+        schema: &mut Schema,
+        strings: &mut StrCache,
+        rows: &mut u64,
+        default_ty: Sym,
+    ) -> Result<bool, RawError> {
+        loop {
+            let end = read_line_limited(&mut self.src, &mut self.buf, self.max_line).map_err(|e| RawError {
+                line: self.line + 1,
+                row: None,
+                message: format!("read error: {e}"),
+            })?;
+            let line = match end {
+                LineEnd::Eof => return Ok(false),
+                LineEnd::Line | LineEnd::TooLong => {
+                    self.line += 1;
+                    self.line
+                }
+            };
+            if let LineEnd::TooLong = end {
+                let row = *rows;
+                *rows += 1;
+                return Err(RawError { line, row: Some(row), message: too_long_message(self.max_line) });
+            }
+            let text = self.buf.trim_ascii();
+            if text.is_empty() {
+                continue;
+            }
+            let row = *rows;
+            *rows += 1;
+            event.fields.clear();
+            event.fields.resize(schema.field_count(), Value::Null);
+            let mut ctx = RowCtx {
+                schema,
+                fields: &mut event.fields,
+                keys: &mut self.keys,
+                strings,
+                line: text,
+                numbers: 0,
+                ts: None,
+                ty: None,
+                error: None,
+                default_ty,
+            };
+            let mut de = serde_json::Deserializer::from_slice(text);
+            let parsed = (&mut ctx).deserialize(&mut de).and_then(|()| de.end());
+            let bad = |message: String| RawError { line, row: Some(row), message };
+            if let Some(message) = ctx.error.take() {
+                return Err(bad(message));
+            }
+            if let Err(e) = parsed {
+                return Err(bad(json_message(&e)));
+            }
+            let Some(ts) = ctx.ts else {
+                return Err(bad("missing `ts`".to_owned()));
+            };
+            event.ty = ctx.ty.unwrap_or(default_ty);
+            event.ts = ts;
+            event.row = row;
+            return Ok(true);
+        }
+    }
+}
+
+/// serde_json's message, with the position given as a column of the line.
+fn json_message(e: &serde_json::Error) -> String {
+    let s = e.to_string();
+    let what = match s.rfind(" at line ") {
+        Some(i) => &s[..i],
+        None => &s,
+    };
+    if e.column() > 0 {
+        format!("invalid JSON: {what} at column {}", e.column())
+    } else {
+        format!("invalid JSON: {what}")
+    }
+}
+
+/// The state of parsing one JSON line straight into an event.
+struct RowCtx<'a> {
+    schema: &'a mut Schema,
+    fields: &'a mut Vec<Value>,
+    keys: &'a mut AHashMap<Box<str>, FieldId>,
+    strings: &'a mut StrCache,
+    /// The line's text, to recover a number's spelling in rare cases.
+    line: &'a [u8],
+    /// Numbers visited so far (their order in the text).
+    numbers: usize,
+    ts: Option<i64>,
+    ty: Option<Sym>,
+    /// A bad value: the row's message (the serde error is a placeholder).
+    error: Option<String>,
+    default_ty: Sym,
+}
+
+impl RowCtx<'_> {
+    fn fail<E: de::Error>(&mut self, message: String) -> E {
+        self.error = Some(message);
+        E::custom("bad value")
+    }
+
+    fn field_id(&mut self, key: &str) -> FieldId {
+        if let Some(&id) = self.keys.get(key) {
+            return id;
+        }
+        let id = self.schema.field(key);
+        self.keys.insert(key.into(), id);
+        id
+    }
+}
+
+impl<'de> DeserializeSeed<'de> for &mut RowCtx<'_> {
+    type Value = ();
+
+    fn deserialize<D: de::Deserializer<'de>>(self, d: D) -> Result<(), D::Error> {
+        d.deserialize_any(self)
+    }
+}
+
+impl<'de> Visitor<'de> for &mut RowCtx<'_> {
+    type Value = ();
+
+    fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("a JSON object")
+    }
+
+    fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<(), A::Error> {
+        while let Some(key) = map.next_key::<Key<'de>>()? {
+            let target = match &*key.0 {
+                "ts" => Target::Ts,
+                "type" => Target::Type,
+                name => Target::Field(self.field_id(name)),
+            };
+            map.next_value_seed(ValueSeed { ctx: &mut *self, target })?;
+        }
+        Ok(())
+    }
+
+    fn visit_seq<A: SeqAccess<'de>>(self, _: A) -> Result<(), A::Error> {
+        Err(self.fail("expected a JSON object, found an array".to_owned()))
+    }
+
+    fn visit_bool<E: de::Error>(self, _: bool) -> Result<(), E> {
+        Err(self.fail("expected a JSON object, found a bool".to_owned()))
+    }
+
+    fn visit_i64<E: de::Error>(self, _: i64) -> Result<(), E> {
+        Err(self.fail("expected a JSON object, found a number".to_owned()))
+    }
+
+    fn visit_u64<E: de::Error>(self, _: u64) -> Result<(), E> {
+        Err(self.fail("expected a JSON object, found a number".to_owned()))
+    }
+
+    fn visit_f64<E: de::Error>(self, _: f64) -> Result<(), E> {
+        Err(self.fail("expected a JSON object, found a number".to_owned()))
+    }
+
+    fn visit_str<E: de::Error>(self, _: &str) -> Result<(), E> {
+        Err(self.fail("expected a JSON object, found a string".to_owned()))
+    }
+
+    fn visit_unit<E: de::Error>(self) -> Result<(), E> {
+        Err(self.fail("expected a JSON object, found null".to_owned()))
+    }
+}
+
+/// An object key, borrowed from the line when it has no escapes.
+struct Key<'de>(Cow<'de, str>);
+
+impl<'de> de::Deserialize<'de> for Key<'de> {
+    fn deserialize<D: de::Deserializer<'de>>(d: D) -> Result<Key<'de>, D::Error> {
+        struct KeyVisitor;
+        impl<'de> Visitor<'de> for KeyVisitor {
+            type Value = Key<'de>;
+            fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+                f.write_str("a string key")
+            }
+            fn visit_borrowed_str<E: de::Error>(self, s: &'de str) -> Result<Key<'de>, E> {
+                Ok(Key(Cow::Borrowed(s)))
+            }
+            fn visit_str<E: de::Error>(self, s: &str) -> Result<Key<'de>, E> {
+                Ok(Key(Cow::Owned(s.to_owned())))
+            }
+            fn visit_string<E: de::Error>(self, s: String) -> Result<Key<'de>, E> {
+                Ok(Key(Cow::Owned(s)))
+            }
+        }
+        d.deserialize_str(KeyVisitor)
+    }
+}
+
+#[derive(Clone, Copy)]
+enum Target {
+    Ts,
+    Type,
+    Field(FieldId),
+}
+
+/// Reads one value of an object into its target.
+struct ValueSeed<'c, 'a> {
+    ctx: &'c mut RowCtx<'a>,
+    target: Target,
+}
+
+impl<'de> DeserializeSeed<'de> for ValueSeed<'_, '_> {
+    type Value = ();
+
+    fn deserialize<D: de::Deserializer<'de>>(self, d: D) -> Result<(), D::Error> {
+        d.deserialize_any(self)
+    }
+}
+
+/// The spelling of the `n`-th number (0-based) of a valid JSON text.
+fn nth_number(text: &[u8], n: usize) -> Option<&[u8]> {
+    let mut i = 0;
+    let mut count = 0;
+    let mut in_str = false;
+    while i < text.len() {
+        let b = text[i];
+        if in_str {
+            match b {
+                b'\\' => i += 1,
+                b'"' => in_str = false,
+                _ => {}
+            }
+        } else if b == b'"' {
+            in_str = true;
+        } else if b == b'-' || b.is_ascii_digit() {
+            let start = i;
+            while i < text.len() && matches!(text[i], b'0'..=b'9' | b'-' | b'+' | b'.' | b'e' | b'E') {
+                i += 1;
+            }
+            if count == n {
+                return Some(&text[start..i]);
+            }
+            count += 1;
+            continue;
+        }
+        i += 1;
+    }
+    None
+}
+
+impl ValueSeed<'_, '_> {
+    fn name(&self) -> &'static str {
+        match self.target {
+            Target::Ts => "ts",
+            Target::Type => "type",
+            Target::Field(id) => self.ctx.schema.field_name(id),
+        }
+    }
+
+    /// Stores a scalar value; `what` describes it for messages.
+    fn put<E: de::Error>(self, v: Value, what: &dyn Fn() -> String) -> Result<(), E> {
+        match self.target {
+            Target::Ts => match v {
+                Value::Int(t) => {
+                    self.ctx.ts = Some(t);
+                    Ok(())
+                }
+                Value::Null => {
+                    self.ctx.ts = None;
+                    Ok(())
+                }
+                _ => Err(self.ctx.fail(format!("`ts` is not an integer: {}", what()))),
+            },
+            Target::Type => match v {
+                Value::Str(s) => {
+                    self.ctx.ty = if s.as_str().is_empty() { None } else { Some(s) };
+                    Ok(())
+                }
+                Value::Null => {
+                    self.ctx.ty = Some(self.ctx.default_ty);
+                    Ok(())
+                }
+                _ => Err(self.ctx.fail(format!("`type` is not a string: {}", what()))),
+            },
+            Target::Field(id) => {
+                let slot = id as usize;
+                if slot >= self.ctx.fields.len() {
+                    self.ctx.fields.resize(self.ctx.schema.field_count().max(slot + 1), Value::Null);
+                }
+                self.ctx.fields[slot] = v;
+                Ok(())
+            }
+        }
+    }
+
+    fn number_text(&mut self, index: usize) -> String {
+        nth_number(self.ctx.line, index).map_or_else(|| "?".to_owned(), show)
+    }
+
+    fn too_big<E: de::Error>(mut self, index: usize) -> Result<(), E> {
+        let text = self.number_text(index);
+        let message = match self.target {
+            Target::Ts => format!("`ts` `{text}` does not fit in 64 bits"),
+            _ => format!("integer `{text}` in field `{}` does not fit in 64 bits", self.name()),
+        };
+        Err(self.ctx.fail(message))
+    }
+
+    fn next_number(&mut self) -> usize {
+        let i = self.ctx.numbers;
+        self.ctx.numbers += 1;
+        i
+    }
+}
+
+impl<'de> Visitor<'de> for ValueSeed<'_, '_> {
+    type Value = ();
+
+    fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("a number, bool, string or null")
+    }
+
+    fn visit_bool<E: de::Error>(self, b: bool) -> Result<(), E> {
+        self.put(Value::Bool(b), &|| format!("`{b}`"))
+    }
+
+    fn visit_i64<E: de::Error>(mut self, i: i64) -> Result<(), E> {
+        self.next_number();
+        self.put(Value::Int(i), &|| format!("`{i}`"))
+    }
+
+    fn visit_u64<E: de::Error>(mut self, u: u64) -> Result<(), E> {
+        let index = self.next_number();
+        match i64::try_from(u) {
+            Ok(i) => self.put(Value::Int(i), &|| format!("`{i}`")),
+            Err(_) => self.too_big(index),
+        }
+    }
+
+    fn visit_f64<E: de::Error>(mut self, f: f64) -> Result<(), E> {
+        let index = self.next_number();
+        // serde_json reads an integer beyond i64/u64 as a float: look at its
+        // spelling (rare, so only for integral floats this large).
+        let maybe_int = f.fract() == 0.0 && f.abs() >= 9.2e18;
+        if maybe_int || matches!(self.target, Target::Ts) {
+            let text = nth_number(self.ctx.line, index).unwrap_or(b"");
+            let is_int = !text.is_empty() && !text.iter().any(|b| matches!(b, b'.' | b'e' | b'E'));
+            if is_int {
+                return self.too_big(index);
+            }
+            if matches!(self.target, Target::Ts) {
+                let text = show(text);
+                return Err(self.ctx.fail(format!("`ts` is not an integer: `{text}`")));
+            }
+        }
+        if !f.is_finite() {
+            let message = format!("non-finite number in field `{}`", self.name());
+            return Err(self.ctx.fail(message));
+        }
+        self.put(Value::Float(f), &|| format!("`{f:?}`"))
+    }
+
+    fn visit_str<E: de::Error>(self, s: &str) -> Result<(), E> {
+        match self.target {
+            Target::Ts => {
+                let message = format!("`ts` is not an integer: `\"{}\"`", show(s.as_bytes()));
+                Err(self.ctx.fail(message))
+            }
+            _ => match self.ctx.strings.intern(s.as_bytes()) {
+                Some(sym) => self.put(Value::Str(sym), &|| String::new()),
+                None => Err(self.ctx.fail("invalid UTF-8 in a string".to_owned())),
+            },
+        }
+    }
+
+    fn visit_unit<E: de::Error>(self) -> Result<(), E> {
+        self.put(Value::Null, &|| "`null`".to_owned())
+    }
+
+    fn visit_seq<A: SeqAccess<'de>>(self, _: A) -> Result<(), A::Error> {
+        let message = format!("field `{}`: nested values are not supported", self.name());
+        Err(self.ctx.fail(message))
+    }
+
+    fn visit_map<A: MapAccess<'de>>(self, _: A) -> Result<(), A::Error> {
+        let message = format!("field `{}`: nested values are not supported", self.name());
+        Err(self.ctx.fail(message))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::Kind;
+    use proptest::prelude::*;
+
+    fn csv_reader(text: &str) -> Reader<&[u8]> {
+        Reader::new(text.as_bytes(), "t.csv", Format::Csv).unwrap()
+    }
+
+    fn json_reader(text: &str) -> Reader<&[u8]> {
+        Reader::new(text.as_bytes(), "t.jsonl", Format::Jsonl).unwrap()
+    }
+
+    fn fatal(text: &str) -> ReadError {
+        let e = Reader::new(text.as_bytes(), "t.csv", Format::Csv).unwrap_err();
+        assert_eq!(e.kind, ReadErrorKind::Fatal);
+        assert_eq!(e.row, None);
+        e
+    }
+
+    /// Reads everything: each row as an event or the error's display.
+    fn all<R: BufRead>(r: &mut Reader<R>) -> Vec<Result<Event, ReadError>> {
+        let mut out = Vec::new();
+        let mut e = Event::default();
+        loop {
+            match r.next_event(&mut e) {
+                Ok(true) => out.push(Ok(e.clone())),
+                Ok(false) => return out,
+                Err(err) if err.kind == ReadErrorKind::BadRow => out.push(Err(err)),
+                Err(err) => {
+                    out.push(Err(err));
+                    return out;
+                }
+            }
+        }
+    }
+
+    fn one_csv(text: &str) -> Result<Event, ReadError> {
+        let mut r = csv_reader(text);
+        let mut v = all(&mut r);
+        assert_eq!(v.len(), 1, "{v:?}");
+        v.pop().unwrap()
+    }
+
+    fn one_json(text: &str) -> Result<Event, ReadError> {
+        let mut r = json_reader(text);
+        let mut v = all(&mut r);
+        assert_eq!(v.len(), 1, "{v:?}");
+        v.pop().unwrap()
+    }
+
+    fn csv_err(text: &str) -> String {
+        one_csv(text).unwrap_err().to_string()
+    }
+
+    fn json_err(text: &str) -> String {
+        one_json(text).unwrap_err().to_string()
+    }
+
+    fn cell(text: &str) -> Value {
+        one_csv(&format!("ts,x\n0,{text}\n")).unwrap().fields[0]
+    }
+
+    fn json_field(value: &str) -> Value {
+        let e = one_json(&format!("{{\"ts\":0,\"x\":{value}}}")).unwrap();
+        e.fields[0]
+    }
+
+    #[test]
+    fn formats_by_name_and_extension() {
+        assert_eq!(Format::from_path("a/b/ticks.csv"), Some(Format::Csv));
+        assert_eq!(Format::from_path("ticks.CSV"), Some(Format::Csv));
+        assert_eq!(Format::from_path("x.jsonl"), Some(Format::Jsonl));
+        assert_eq!(Format::from_path("x.json"), Some(Format::Jsonl));
+        assert_eq!(Format::from_path("x.ndjson"), Some(Format::Jsonl));
+        assert_eq!(Format::from_path("x.txt"), None);
+        assert_eq!(Format::from_path("csv"), None);
+        assert_eq!(Format::from_path("-"), None);
+        assert_eq!(Format::parse("csv"), Some(Format::Csv));
+        assert_eq!(Format::parse("jsonl"), Some(Format::Jsonl));
+        assert_eq!(Format::parse("json"), None);
+        assert_eq!(Format::Jsonl.to_string(), "jsonl");
+    }
+
+    #[test]
+    fn empty_csv_is_fatal() {
+        let e = fatal("");
+        assert_eq!(e.to_string(), "t.csv:1: empty input: expected a CSV header with a `ts` column");
+        fatal("\n\n");
+    }
+
+    #[test]
+    fn header_only_gives_no_events() {
+        let mut r = csv_reader("ts,a,b\n");
+        let mut e = Event::default();
+        assert_eq!(r.next_event(&mut e), Ok(false));
+        assert_eq!(r.next_event(&mut e), Ok(false));
+        assert_eq!(r.rows(), 0);
+        let mut r = csv_reader("ts,a,b");
+        assert_eq!(r.next_event(&mut e), Ok(false));
+    }
+
+    #[test]
+    fn header_needs_ts_and_distinct_names() {
+        let e = fatal("type,a,b\nX,1,2\n");
+        assert_eq!(e.to_string(), "t.csv:1: the header has no `ts` column (found `type`, `a`, `b`)");
+        let e = fatal("ts,a,a\n");
+        assert_eq!(e.to_string(), "t.csv:1: duplicate column `a` in the header");
+        let e = fatal("ts, a ,a\n");
+        assert_eq!(e.message, "duplicate column `a` in the header");
+        let e = fatal("ts,,b\n");
+        assert_eq!(e.message, "column 2 of the header has an empty name");
+        let e = Reader::new(&b"ts,\xFF\n"[..], "t.csv", Format::Csv).unwrap_err();
+        assert_eq!(e.message, "invalid UTF-8 in the name of column 2");
+    }
+
+    #[test]
+    fn header_registers_fields_in_column_order() {
+        let r = csv_reader("b,ts,type,a\n");
+        let s = r.schema();
+        assert_eq!(s.field_names().collect::<Vec<_>>(), ["b", "a"]);
+        assert!(s.fields_closed());
+        assert!(!s.is_complete());
+        assert!(s.type_names().is_empty());
+        // Surrounding whitespace and a BOM are not part of names.
+        let r = csv_reader("\u{feff} ts , price \n");
+        assert_eq!(r.schema().lookup("price"), Some(0));
+    }
+
+    #[test]
+    fn csv_without_type_column_is_complete_with_type_event() {
+        let mut r = csv_reader("ts,price\n5,1.5\n");
+        assert!(r.schema().is_complete());
+        assert_eq!(r.schema().type_names(), ["Event"]);
+        let mut e = Event { ty: Sym::new("Other"), ..Event::default() };
+        assert_eq!(r.next_event(&mut e), Ok(true));
+        assert_eq!(e.ty.as_str(), DEFAULT_TYPE);
+        assert_eq!(e.ts, 5);
+        assert_eq!(e.fields, [Value::Float(1.5)]);
+        let info = r.schema().type_info(Sym::new("Event")).unwrap();
+        assert_eq!(info.count, 1);
+        assert!(info.kinds_of(0).contains(Kind::Float));
+    }
+
+    #[test]
+    fn type_column_and_empty_type() {
+        let mut r = csv_reader("type,ts,x\nA,1,2\n,2,3\n  B ,3,\n");
+        let v: Vec<_> = all(&mut r).into_iter().map(Result::unwrap).collect();
+        let tys: Vec<_> = v.iter().map(|e| e.ty.as_str()).collect();
+        assert_eq!(tys, ["A", "Event", "B"]);
+        assert_eq!(v[2].fields, [Value::Null]);
+        assert_eq!(r.schema().type_names(), ["A", "B", "Event"]);
+        assert!(!r.schema().is_complete());
+    }
+
+    #[test]
+    fn cells_are_typed() {
+        assert_eq!(cell("12"), Value::Int(12));
+        assert_eq!(cell("+12"), Value::Int(12));
+        assert_eq!(cell("-12"), Value::Int(-12));
+        assert_eq!(cell("007"), Value::Int(7));
+        assert_eq!(cell(" 12 "), Value::Int(12));
+        assert_eq!(cell("9223372036854775807"), Value::Int(i64::MAX));
+        assert_eq!(cell("-9223372036854775808"), Value::Int(i64::MIN));
+        assert_eq!(cell("1.5"), Value::Float(1.5));
+        assert_eq!(cell("-.5"), Value::Float(-0.5));
+        assert_eq!(cell("1."), Value::Float(1.0));
+        assert_eq!(cell("1e3"), Value::Float(1000.0));
+        assert_eq!(cell("+2.5E-3"), Value::Float(0.0025));
+        assert_eq!(cell("1e-999"), Value::Float(0.0));
+        assert_eq!(cell("1.7976931348623157e308"), Value::Float(f64::MAX));
+        assert_eq!(cell("true"), Value::Bool(true));
+        assert_eq!(cell("false"), Value::Bool(false));
+        assert_eq!(cell("True"), Value::str("True"));
+        assert_eq!(cell("IBM"), Value::str("IBM"));
+        assert_eq!(cell(" two words "), Value::str("two words"));
+        assert_eq!(cell("\" quoted \""), Value::str("quoted"));
+        for s in ["1e", "e5", ".", "-", "+", "1.2.3", "0x10", "1_000", "1e5x", "--1", ".e1", "infinite", "nana"] {
+            assert_eq!(cell(s), Value::str(s), "{s}");
+        }
+        assert_eq!(cell(""), Value::Null);
+        assert_eq!(cell("   "), Value::Null);
+        assert_eq!(cell("\"\""), Value::Null);
+        assert_eq!(cell("héllo"), Value::str("héllo"));
+    }
+
+    #[test]
+    fn integers_beyond_i64_are_bad_rows() {
+        assert_eq!(
+            csv_err("ts,x\n0,9223372036854775808\n"),
+            "t.csv:2: integer `9223372036854775808` in column `x` does not fit in 64 bits"
+        );
+        assert_eq!(
+            csv_err("ts,x\n0,-9223372036854775809\n"),
+            "t.csv:2: integer `-9223372036854775809` in column `x` does not fit in 64 bits"
+        );
+    }
+
+    #[test]
+    fn non_finite_numbers_are_bad_rows() {
+        let mut r = csv_reader("ts,price\n0,NaN\n1,inf\n2,-Infinity\n3,+nan\n4,1e999\n5,-1e400\n6,7\n");
+        let v = all(&mut r);
+        let msgs: Vec<String> = v[..6].iter().map(|x| x.as_ref().unwrap_err().to_string()).collect();
+        assert_eq!(
+            msgs,
+            [
+                "t.csv:2: non-finite number `NaN` in column `price`",
+                "t.csv:3: non-finite number `inf` in column `price`",
+                "t.csv:4: non-finite number `-Infinity` in column `price`",
+                "t.csv:5: non-finite number `+nan` in column `price`",
+                "t.csv:6: number `1e999` in column `price` is too large for a 64-bit float",
+                "t.csv:7: number `-1e400` in column `price` is too large for a 64-bit float",
+            ]
+        );
+        assert!(v[..6].iter().all(|x| x.as_ref().unwrap_err().kind == ReadErrorKind::BadRow));
+        let last = v[6].as_ref().unwrap();
+        assert_eq!((last.row, last.ts, last.fields[0]), (6, 6, Value::Int(7)));
+        assert_eq!(r.rows(), 7);
+    }
+
+    #[test]
+    fn bad_ts_is_a_bad_row() {
+        assert_eq!(csv_err("ts,x\nabc,1\n"), "t.csv:2: `ts` is not an integer: `abc`");
+        assert_eq!(csv_err("ts,x\n1.0,1\n"), "t.csv:2: `ts` is not an integer: `1.0`");
+        assert_eq!(csv_err("ts,x\ntrue,1\n"), "t.csv:2: `ts` is not an integer: `true`");
+        assert_eq!(
+            csv_err("ts,x\n99999999999999999999,1\n"),
+            "t.csv:2: `ts` `99999999999999999999` does not fit in 64 bits"
+        );
+        assert_eq!(csv_err("ts,x\n,1\n"), "t.csv:2: missing `ts`");
+        assert_eq!(csv_err("x,ts\n1,  \n"), "t.csv:2: missing `ts`");
+        let e = one_csv("ts,x\n abc ,1\n").unwrap_err();
+        assert_eq!((e.row, e.line, e.kind), (Some(0), 2, ReadErrorKind::BadRow));
+        assert_eq!(one_csv("ts\n +5 \n").unwrap().ts, 5);
+        assert_eq!(one_csv("ts\n-9223372036854775808\n").unwrap().ts, i64::MIN);
+    }
+
+    #[test]
+    fn ragged_row_then_good_row() {
+        let mut r = csv_reader("type,ts,a\nA,1,x\nA,2\nA,3,z\nA,4,w,extra\nA,5,v\n");
+        let v = all(&mut r);
+        assert_eq!(v.len(), 5);
+        assert_eq!(v[0].as_ref().unwrap().row, 0);
+        let e = v[1].as_ref().unwrap_err();
+        assert_eq!(e.to_string(), "t.csv:3: expected 3 cells, found 2");
+        assert_eq!((e.row, e.line, e.kind), (Some(1), 3, ReadErrorKind::BadRow));
+        let good = v[2].as_ref().unwrap();
+        assert_eq!((good.row, good.ts, good.fields[0]), (2, 3, Value::str("z")));
+        assert_eq!(v[3].as_ref().unwrap_err().to_string(), "t.csv:5: expected 3 cells, found 4");
+        assert_eq!(v[3].as_ref().unwrap_err().row, Some(3));
+        assert_eq!(v[4].as_ref().unwrap().row, 4);
+        assert_eq!(r.rows(), 5);
+        // Bad rows are not observed.
+        assert_eq!(r.schema().type_info(Sym::new("A")).unwrap().count, 3);
+    }
+
+    #[test]
+    fn quoted_cells_and_physical_lines() {
+        let text = "ts,name,note\n1,\"a,b\",\"say \"\"hi\"\"\"\n2,\"two\nlines\",x\n3,\"c\"\n\n4,d,e\n";
+        let mut r = csv_reader(text);
+        let v = all(&mut r);
+        let e0 = v[0].as_ref().unwrap();
+        assert_eq!(e0.fields, [Value::str("a,b"), Value::str("say \"hi\"")]);
+        assert_eq!(v[1].as_ref().unwrap().fields[0], Value::str("two\nlines"));
+        // The row after a two-line cell starts on physical line 5.
+        assert_eq!(v[2].as_ref().unwrap_err().to_string(), "t.csv:5: expected 3 cells, found 2");
+        // The blank line is skipped and is not a row.
+        let last = v[3].as_ref().unwrap();
+        assert_eq!((last.row, last.ts), (3, 4));
+        assert_eq!(v.len(), 4);
+    }
+
+    #[test]
+    fn invalid_utf8_in_a_cell_is_a_bad_row() {
+        let mut r = Reader::new(&b"type,ts,x\nA,1,\xFFab\n\xFE,2,y\nA,3,ok\n"[..], "u.csv", Format::Csv).unwrap();
+        let v = all(&mut r);
+        assert_eq!(v[0].as_ref().unwrap_err().to_string(), "u.csv:2: invalid UTF-8 in column `x`");
+        assert_eq!(v[1].as_ref().unwrap_err().to_string(), "u.csv:3: invalid UTF-8 in column `type`");
+        assert_eq!(v[2].as_ref().unwrap().row, 2);
+    }
+
+    #[test]
+    fn crlf_line_endings() {
+        let mut r = csv_reader("ts,x\r\n1,a\r\n2,b\r\n");
+        let v: Vec<_> = all(&mut r).into_iter().map(Result::unwrap).collect();
+        assert_eq!(v[1].fields, [Value::str("b")]);
+        let mut r = json_reader("{\"ts\":1}\r\n\r\n{\"ts\":2}\r\n");
+        assert_eq!(all(&mut r).len(), 2);
+    }
+
+    #[test]
+    fn ten_megabyte_csv_cell() {
+        let big = "x".repeat(10 << 20);
+        let text = format!("ts,s,n\n1,{big},2\n2,\"{big}\",3\n3,small,4\n");
+        let mut r = csv_reader(&text);
+        let v: Vec<_> = all(&mut r).into_iter().map(Result::unwrap).collect();
+        assert_eq!(v.len(), 3);
+        match v[0].fields[0] {
+            Value::Str(s) => assert_eq!(s.as_str().len(), 10 << 20),
+            other => panic!("{other:?}"),
+        }
+        assert_eq!(v[1].fields, v[0].fields.iter().copied().take(1).chain([Value::Int(3)]).collect::<Vec<_>>());
+        assert_eq!(v[2].fields[1], Value::Int(4));
+    }
+
+    #[test]
+    fn ten_megabyte_json_line() {
+        let big = "y".repeat(10 << 20);
+        let text = format!("{{\"ts\":1,\"s\":\"{big}\",\"n\":2}}\n{{\"ts\":2,\"n\":3}}\n");
+        let mut r = json_reader(&text);
+        let v: Vec<_> = all(&mut r).into_iter().map(Result::unwrap).collect();
+        assert_eq!(v.len(), 2);
+        match v[0].fields[0] {
+            Value::Str(s) => assert_eq!(s.as_str().len(), 10 << 20),
+            other => panic!("{other:?}"),
+        }
+        assert_eq!(v[1].fields, [Value::Null, Value::Int(3)]);
+    }
+
+    #[test]
+    fn csv_line_over_the_limit_is_fatal() {
+        let text = format!("ts,s\n1,{}\n2,{}\n3,c\n", "a".repeat(50), "b".repeat(101));
+        let mut r = Reader::with_max_line(text.as_bytes(), "t.csv", Format::Csv, 100).unwrap();
+        let v = all(&mut r);
+        assert_eq!(v.len(), 2);
+        let e = v[1].as_ref().unwrap_err();
+        assert_eq!(e.kind, ReadErrorKind::Fatal);
+        assert_eq!(e.to_string(), "t.csv:3: line longer than 100 bytes");
+        // A fatal error sticks.
+        assert_eq!(r.next_event(&mut Event::default()).unwrap_err(), *e);
+    }
+
+    #[test]
+    fn csv_rows_before_a_long_line_are_read() {
+        let mut text = String::from("ts,s\n");
+        for i in 0..2000 {
+            text.push_str(&format!("{i},row\n"));
+        }
+        text.push_str(&format!("2000,{}\n", "x".repeat(200)));
+        let mut r = Reader::with_max_line(text.as_bytes(), "t.csv", Format::Csv, 100).unwrap();
+        let v = all(&mut r);
+        assert_eq!(v.len(), 2001);
+        assert!(v[..2000].iter().all(Result::is_ok));
+        assert_eq!(v[2000].as_ref().unwrap_err().to_string(), "t.csv:2002: line longer than 100 bytes");
+    }
+
+    #[test]
+    fn csv_line_over_64_mib_is_fatal() {
+        let head = b"ts,s\n1,a\n2,".to_vec();
+        let src = io::BufReader::new(
+            head.as_slice().chain(io::repeat(b'z').take(MAX_LINE_LEN as u64)).chain(&b"\n3,c\n"[..]),
+        );
+        let mut r = Reader::new(src, "big.csv", Format::Csv).unwrap();
+        let v = all(&mut r);
+        assert_eq!(v.len(), 2);
+        assert!(v[0].is_ok());
+        assert_eq!(v[1].as_ref().unwrap_err().to_string(), "big.csv:3: line longer than 64 MiB");
+    }
+
+    #[test]
+    fn csv_line_of_exactly_the_limit_is_read() {
+        let text = format!("ts,s\n1,{}\n", "a".repeat(98));
+        let mut r = Reader::with_max_line(text.as_bytes(), "t.csv", Format::Csv, 100).unwrap();
+        assert_eq!(all(&mut r).len(), 1);
+        assert!(all(&mut r).is_empty());
+    }
+
+    #[test]
+    fn json_line_over_the_limit_is_a_bad_row() {
+        let head = b"{\"ts\":1}\n{\"ts\":2,\"s\":\"".to_vec();
+        let tail = b"\"}\n\n{\"ts\":3}\n".to_vec();
+        let src = io::BufReader::new(
+            head.as_slice().chain(io::repeat(b'z').take(MAX_LINE_LEN as u64)).chain(tail.as_slice()),
+        );
+        let mut r = Reader::new(src, "big.jsonl", Format::Jsonl).unwrap();
+        let v = all(&mut r);
+        assert_eq!(v.len(), 3);
+        let e = v[1].as_ref().unwrap_err();
+        assert_eq!(e.to_string(), "big.jsonl:2: line longer than 64 MiB");
+        assert_eq!((e.row, e.kind), (Some(1), ReadErrorKind::BadRow));
+        let last = v[2].as_ref().unwrap();
+        assert_eq!((last.row, last.ts), (2, 3));
+    }
+
+    #[test]
+    fn json_line_limit_boundary() {
+        let line = "{\"ts\":1}";
+        let text = format!("{line}\n{line}  \n{line}");
+        let mut r = Reader::with_max_line(text.as_bytes(), "t.jsonl", Format::Jsonl, line.len()).unwrap();
+        let v = all(&mut r);
+        assert!(v[0].is_ok());
+        assert_eq!(v[1].as_ref().unwrap_err().line, 2);
+        assert!(v[2].is_ok(), "the last line has no newline");
+        assert_eq!(v.len(), 3);
+    }
+
+    struct Failing {
+        first: Option<&'static [u8]>,
+    }
+
+    impl Read for Failing {
+        fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
+            match self.first.take() {
+                Some(b) => {
+                    buf[..b.len()].copy_from_slice(b);
+                    Ok(b.len())
+                }
+                None => Err(io::Error::other("disk on fire")),
+            }
+        }
+    }
+
+    #[test]
+    fn io_errors_are_fatal() {
+        let e = Reader::new(io::BufReader::new(Failing { first: None }), "f.csv", Format::Csv).unwrap_err();
+        assert_eq!(e.to_string(), "f.csv:1: read error: disk on fire");
+        assert_eq!(e.kind, ReadErrorKind::Fatal);
+
+        let src = io::BufReader::new(Failing { first: Some(b"ts,x\n1,2\n") });
+        let mut r = Reader::new(src, "f.csv", Format::Csv).unwrap();
+        let v = all(&mut r);
+        assert!(v[0].is_ok());
+        let e = v[1].as_ref().unwrap_err();
+        assert_eq!(e.kind, ReadErrorKind::Fatal);
+        assert!(e.message.contains("disk on fire"), "{e}");
+
+        let src = io::BufReader::new(Failing { first: Some(b"{\"ts\":1}\n") });
+        let mut r = Reader::new(src, "f.jsonl", Format::Jsonl).unwrap();
+        let v = all(&mut r);
+        assert!(v[0].is_ok());
+        let e = v[1].as_ref().unwrap_err();
+        assert_eq!(e.to_string(), "f.jsonl:2: read error: disk on fire");
+        assert_eq!(e.kind, ReadErrorKind::Fatal);
+        assert_eq!(r.next_event(&mut Event::default()).unwrap_err(), *e);
+    }
+
+    #[test]
+    fn observe_can_be_turned_off() {
+        let mut r = csv_reader("type,ts,x\nA,1,1\nA,2,s\nA,3,2.5\n");
+        let mut e = Event::default();
+        assert_eq!(r.next_event(&mut e), Ok(true));
+        r.set_observe(false);
+        assert_eq!(r.next_event(&mut e), Ok(true));
+        r.set_observe(true);
+        assert_eq!(r.next_event(&mut e), Ok(true));
+        let info = r.schema().type_info(Sym::new("A")).unwrap();
+        assert_eq!(info.count, 2);
+        let k = info.kinds_of(0);
+        assert!(k.contains(Kind::Int) && k.contains(Kind::Float) && !k.contains(Kind::Str));
+        r.schema_mut().set_complete(true);
+        assert!(r.schema().is_complete());
+        assert!(format!("{r:?}").contains("t.csv"));
+    }
+
+    #[test]
+    fn csv_rows_reuse_the_field_vector() {
+        let mut text = String::from("type,ts,a,b,c\n");
+        for i in 0..100 {
+            text.push_str(&format!("T{},{i},{i},s{},{}.5\n", i % 3, i % 5, i));
+        }
+        let mut r = csv_reader(&text);
+        let mut e = Event::default();
+        assert_eq!(r.next_event(&mut e), Ok(true));
+        let ptr = e.fields.as_ptr();
+        while r.next_event(&mut e).unwrap() {
+            assert_eq!(e.fields.as_ptr(), ptr);
+            assert_eq!(e.fields.len(), 3);
+        }
+        assert_eq!(e.row, 99);
+        assert_eq!(e.fields, [Value::Int(99), Value::str("s4"), Value::Float(99.5)]);
+    }
+
+    #[test]
+    fn string_cache_is_bounded() {
+        let mut cache = StrCache::default();
+        for i in 0..CACHE_MAX_ENTRIES + 10 {
+            let s = format!("k{i}");
+            assert_eq!(cache.intern(s.as_bytes()), Some(Sym::new(&s)));
+        }
+        assert!(cache.map.len() <= CACHE_MAX_ENTRIES);
+        let long = "l".repeat(CACHE_MAX_KEY + 1);
+        assert_eq!(cache.intern(long.as_bytes()), Some(Sym::new(&long)));
+        assert!(!cache.map.contains_key(long.as_bytes()));
+        assert_eq!(cache.intern(b"\xFF"), None);
+    }
+
+    #[test]
+    fn long_cells_are_cut_in_messages() {
+        let big = "9".repeat(200);
+        let msg = csv_err(&format!("ts,x\n0,{big}\n"));
+        assert!(msg.len() < 150, "{msg}");
+        assert!(msg.contains("…"));
+    }
+
+    // ---- JSON lines ----
+
+    #[test]
+    fn json_basic() {
+        let text = r#"{"type":"Tick","ts":1000,"key":1,"price":10.5,"up":true,"sym":"IBM","gone":null}
+{"ts":2000,"price":3,"extra":"x"}
+"#;
+        let mut r = json_reader(text);
+        assert_eq!(r.format(), Format::Jsonl);
+        let v: Vec<_> = all(&mut r).into_iter().map(Result::unwrap).collect();
+        let s = r.schema();
+        assert_eq!(s.field_names().collect::<Vec<_>>(), ["key", "price", "up", "sym", "gone", "extra"]);
+        assert!(!s.fields_closed());
+        assert!(!s.is_complete());
+        assert_eq!(v[0].ty.as_str(), "Tick");
+        assert_eq!((v[0].ts, v[0].row), (1000, 0));
+        assert_eq!(v[0].fields, [Value::Int(1), Value::Float(10.5), Value::Bool(true), Value::str("IBM"), Value::Null]);
+        assert_eq!(v[1].ty.as_str(), "Event");
+        assert_eq!((v[1].ts, v[1].row), (2000, 1));
+        assert_eq!(v[1].fields, [Value::Null, Value::Int(3), Value::Null, Value::Null, Value::Null, Value::str("x")]);
+        assert_eq!(s.type_names(), ["Event", "Tick"]);
+        assert!(s.type_info(Sym::new("Tick")).unwrap().kinds_of(1).contains(Kind::Float));
+    }
+
+    #[test]
+    fn json_values() {
+        assert_eq!(json_field("-7"), Value::Int(-7));
+        assert_eq!(json_field("9223372036854775807"), Value::Int(i64::MAX));
+        assert_eq!(json_field("-9223372036854775808"), Value::Int(i64::MIN));
+        assert_eq!(json_field("1.0"), Value::Float(1.0));
+        assert_eq!(json_field("1e3"), Value::Float(1000.0));
+        assert_eq!(json_field("1e300"), Value::Float(1e300));
+        assert_eq!(json_field("-1.5e19"), Value::Float(-1.5e19));
+        assert_eq!(json_field("20000000000000000000.0"), Value::Float(2e19));
+        assert_eq!(json_field("false"), Value::Bool(false));
+        assert_eq!(json_field(r#""a\"b\u00e9""#), Value::str("a\"bé"));
+        assert_eq!(json_field(r#""""#), Value::str(""));
+        assert_eq!(json_field("null"), Value::Null);
+        // Duplicate keys: the last wins.
+        let e = one_json(r#"{"x":1,"ts":5,"x":2,"ts":6}"#).unwrap();
+        assert_eq!((e.ts, e.fields[0]), (6, Value::Int(2)));
+        // Escaped keys.
+        let e = one_json(r#"{"ts":1,"p\u0072ice":2}"#).unwrap();
+        assert_eq!(e.fields, [Value::Int(2)]);
+        // Whitespace around the object.
+        assert!(one_json("  {\"ts\" : 1 }  ").is_ok());
+    }
+
+    #[test]
+    fn json_type_rules() {
+        assert_eq!(one_json(r#"{"ts":1,"type":""}"#).unwrap().ty.as_str(), "Event");
+        assert_eq!(one_json(r#"{"ts":1,"type":null}"#).unwrap().ty.as_str(), "Event");
+        assert_eq!(one_json(r#"{"type":"A","ts":1}"#).unwrap().ty.as_str(), "A");
+        assert_eq!(json_err(r#"{"ts":1,"type":5}"#), "t.jsonl:1: `type` is not a string: `5`");
+        assert_eq!(json_err(r#"{"ts":1,"type":true}"#), "t.jsonl:1: `type` is not a string: `true`");
+        assert_eq!(json_err(r#"{"ts":1,"type":["A"]}"#), "t.jsonl:1: field `type`: nested values are not supported");
+    }
+
+    #[test]
+    fn json_ts_rules() {
+        assert_eq!(one_json(r#"{"ts":-5}"#).unwrap().ts, -5);
+        assert_eq!(json_err(r#"{"x":1}"#), "t.jsonl:1: missing `ts`");
+        assert_eq!(json_err(r#"{"ts":null}"#), "t.jsonl:1: missing `ts`");
+        assert_eq!(json_err(r#"{"ts":1.5}"#), "t.jsonl:1: `ts` is not an integer: `1.5`");
+        assert_eq!(json_err(r#"{"ts":1e3}"#), "t.jsonl:1: `ts` is not an integer: `1e3`");
+        assert_eq!(json_err(r#"{"ts":"5"}"#), "t.jsonl:1: `ts` is not an integer: `\"5\"`");
+        assert_eq!(json_err(r#"{"ts":true}"#), "t.jsonl:1: `ts` is not an integer: `true`");
+        assert_eq!(
+            json_err(r#"{"ts":9223372036854775808}"#),
+            "t.jsonl:1: `ts` `9223372036854775808` does not fit in 64 bits"
+        );
+        assert_eq!(
+            json_err(r#"{"s":"1,2 -3","ts":99999999999999999999}"#),
+            "t.jsonl:1: `ts` `99999999999999999999` does not fit in 64 bits"
+        );
+        assert_eq!(json_err(r#"{"ts":{}}"#), "t.jsonl:1: field `ts`: nested values are not supported");
+    }
+
+    #[test]
+    fn json_integers_beyond_i64_are_bad_rows() {
+        assert_eq!(
+            json_err(r#"{"ts":0,"x":9223372036854775808}"#),
+            "t.jsonl:1: integer `9223372036854775808` in field `x` does not fit in 64 bits"
+        );
+        assert_eq!(
+            json_err(r#"{"ts":0,"s":"-5 \"7","y":1.5,"x":99999999999999999999}"#),
+            "t.jsonl:1: integer `99999999999999999999` in field `x` does not fit in 64 bits"
+        );
+        assert_eq!(
+            json_err(r#"{"ts":0,"x":-9223372036854775809}"#),
+            "t.jsonl:1: integer `-9223372036854775809` in field `x` does not fit in 64 bits"
+        );
+    }
+
+    #[test]
+    fn json_float_overflow_is_a_bad_row() {
+        let e = one_json(r#"{"ts":0,"x":1e999}"#).unwrap_err();
+        assert_eq!(e.kind, ReadErrorKind::BadRow);
+        assert!(e.message.starts_with("invalid JSON: number out of range"), "{e}");
+        assert!(!e.message.contains("line 1"), "{e}");
+        let e = one_json(r#"{"ts":0,"x":NaN}"#).unwrap_err();
+        assert!(e.message.starts_with("invalid JSON"), "{e}");
+    }
+
+    #[test]
+    fn json_nested_values_are_bad_rows() {
+        assert_eq!(json_err(r#"{"ts":0,"x":[1,2]}"#), "t.jsonl:1: field `x`: nested values are not supported");
+        assert_eq!(json_err(r#"{"ts":0,"x":{"a":1}}"#), "t.jsonl:1: field `x`: nested values are not supported");
+    }
+
+    #[test]
+    fn json_non_objects_are_bad_rows() {
+        assert_eq!(json_err("[1,2]"), "t.jsonl:1: expected a JSON object, found an array");
+        assert_eq!(json_err("5"), "t.jsonl:1: expected a JSON object, found a number");
+        assert_eq!(json_err("\"s\""), "t.jsonl:1: expected a JSON object, found a string");
+        assert_eq!(json_err("null"), "t.jsonl:1: expected a JSON object, found null");
+        assert_eq!(json_err("true"), "t.jsonl:1: expected a JSON object, found a bool");
+        assert_eq!(json_err("-1.5"), "t.jsonl:1: expected a JSON object, found a number");
+        let e = json_err(r#"{"ts":1} {"ts":2}"#);
+        assert!(e.starts_with("t.jsonl:1: invalid JSON: trailing characters at column"), "{e}");
+    }
+
+    #[test]
+    fn invalid_json_then_good_line() {
+        let text = "{\"ts\":1}\n\n   \n{\"ts\":2,\n\t\n{\"ts\":3,\"x\":\"é\"}\n";
+        let mut r = json_reader(text);
+        let v = all(&mut r);
+        assert_eq!(v.len(), 3);
+        assert_eq!(v[0].as_ref().unwrap().row, 0);
+        let e = v[1].as_ref().unwrap_err();
+        assert_eq!((e.line, e.row, e.kind), (4, Some(1), ReadErrorKind::BadRow));
+        assert_eq!(e.to_string(), "t.jsonl:4: invalid JSON: EOF while parsing a value at column 8");
+        let good = v[2].as_ref().unwrap();
+        assert_eq!((good.row, good.ts, good.fields[0]), (2, 3, Value::str("é")));
+        assert_eq!(r.rows(), 3);
+    }
+
+    #[test]
+    fn json_invalid_utf8_is_a_bad_row() {
+        let mut r = Reader::new(&b"{\"ts\":1,\"x\":\"\xFF\"}\n{\"ts\":2}\n"[..], "u.jsonl", Format::Jsonl).unwrap();
+        let v = all(&mut r);
+        assert!(v[0].as_ref().unwrap_err().message.starts_with("invalid JSON"));
+        assert_eq!(v[1].as_ref().unwrap().row, 1);
+    }
+
+    #[test]
+    fn blank_and_empty_json_inputs() {
+        let mut r = json_reader("");
+        assert!(all(&mut r).is_empty());
+        let mut r = json_reader("\n  \n\t\n");
+        assert!(all(&mut r).is_empty());
+        assert_eq!(r.rows(), 0);
+        let mut r = json_reader("\n\n{\"ts\":7}\n\n");
+        let v = all(&mut r);
+        assert_eq!(v[0].as_ref().unwrap().row, 0);
+        assert_eq!(r.rows(), 1);
+        let mut r = json_reader("\n\n{\"ts\":x}");
+        assert_eq!(all(&mut r)[0].as_ref().unwrap_err().line, 3);
+    }
+
+    #[test]
+    fn json_fields_grow_with_the_schema() {
+        let mut r = json_reader("{\"ts\":1,\"a\":1}\n{\"ts\":2,\"b\":2}\n{\"ts\":3,\"a\":3}\n");
+        let v: Vec<_> = all(&mut r).into_iter().map(Result::unwrap).collect();
+        assert_eq!(v[0].fields, [Value::Int(1)]);
+        assert_eq!(v[1].fields, [Value::Null, Value::Int(2)]);
+        assert_eq!(v[2].fields, [Value::Int(3), Value::Null]);
+    }
+
+    #[test]
+    fn nth_number_skips_strings() {
+        let t = br#"{"a":"1 \" 2","b":-3.5e2,"c":[7],"d":44}"#;
+        assert_eq!(nth_number(t, 0), Some(&b"-3.5e2"[..]));
+        assert_eq!(nth_number(t, 1), Some(&b"7"[..]));
+        assert_eq!(nth_number(t, 2), Some(&b"44"[..]));
+        assert_eq!(nth_number(t, 3), None);
+    }
+
+    #[test]
+    fn garbage_never_panics() {
+        let inputs: [&[u8]; 8] = [
+            b"\"",
+            b"ts\n\"",
+            b"ts,a\n1,\"unterminated\n",
+            b"\xFF\xFE\n\x00",
+            b"ts\n\x00\n",
+            b"{\"ts\":",
+            b"{\"ts\":1,\"\\ud800\":1}",
+            b"}{",
+        ];
+        for input in inputs {
+            for format in [Format::Csv, Format::Jsonl] {
+                if let Ok(mut r) = Reader::new(input, "g", format) {
+                    let _ = all(&mut r);
+                }
+            }
+        }
+    }
+
+    #[derive(Clone, Debug)]
+    enum Cell {
+        Int(i64),
+        Float(f64),
+        Str(String),
+        Bool(bool),
+        Null,
+    }
+
+    fn cell_strategy() -> impl Strategy<Value = Cell> {
+        prop_oneof![
+            any::<i64>().prop_map(Cell::Int),
+            any::<f64>().prop_filter("finite", |f| f.is_finite()).prop_map(Cell::Float),
+            (-1e6f64..1e6).prop_map(Cell::Float),
+            "s[a-z ,\"\n'é]{0,12}x".prop_map(Cell::Str),
+            any::<bool>().prop_map(Cell::Bool),
+            Just(Cell::Null),
+        ]
+    }
+
+    fn table_strategy() -> impl Strategy<Value = (usize, bool, Vec<(i64, Vec<Cell>)>)> {
+        (1usize..5, any::<bool>()).prop_flat_map(|(cols, typed)| {
+            let row = (any::<i64>(), prop::collection::vec(cell_strategy(), cols));
+            (Just(cols), Just(typed), prop::collection::vec(row, 0..20))
+        })
+    }
+
+    proptest! {
+        #[test]
+        fn csv_tables_round_trip((cols, typed, rows) in table_strategy()) {
+            let mut w = csv::Writer::from_writer(Vec::new());
+            let mut header: Vec<String> = (0..cols).map(|c| format!("c{c}")).collect();
+            header.insert(0, "ts".to_owned());
+            if typed {
+                header.push("type".to_owned());
+            }
+            w.write_record(&header).unwrap();
+            for (i, (ts, cells)) in rows.iter().enumerate() {
+                let mut rec = vec![ts.to_string()];
+                for c in cells {
+                    rec.push(match c {
+                        Cell::Int(i) => i.to_string(),
+                        Cell::Float(f) => format!("{f:?}"),
+                        Cell::Str(s) => s.clone(),
+                        Cell::Bool(b) => b.to_string(),
+                        Cell::Null => String::new(),
+                    });
+                }
+                if typed {
+                    rec.push(format!("T{}", i % 2));
+                }
+                w.write_record(&rec).unwrap();
+            }
+            let bytes = w.into_inner().unwrap();
+            let mut r = Reader::new(bytes.as_slice(), "p.csv", Format::Csv).unwrap();
+            prop_assert_eq!(r.schema().is_complete(), !typed);
+            let mut e = Event::default();
+            for (i, (ts, cells)) in rows.iter().enumerate() {
+                prop_assert_eq!(r.next_event(&mut e), Ok(true));
+                prop_assert_eq!(e.row, i as u64);
+                prop_assert_eq!(e.ts, *ts);
+                let ty = if typed { format!("T{}", i % 2) } else { "Event".to_owned() };
+                prop_assert_eq!(e.ty.as_str(), ty.as_str());
+                prop_assert_eq!(e.fields.len(), cols);
+                for (c, cell) in cells.iter().enumerate() {
+                    let want = match cell {
+                        Cell::Int(i) => Value::Int(*i),
+                        Cell::Float(f) => Value::Float(*f),
+                        Cell::Str(s) => Value::str(s),
+                        Cell::Bool(b) => Value::Bool(*b),
+                        Cell::Null => Value::Null,
+                    };
+                    prop_assert_eq!(e.fields[c], want);
+                }
+            }
+            prop_assert_eq!(r.next_event(&mut e), Ok(false));
+            prop_assert_eq!(r.rows(), rows.len() as u64);
+        }
+    }
+}

@@ -1,0 +1,351 @@
+//! Typed field values and interned strings.
+//!
+//! A [`Value`] is 16 bytes and `Copy`: strings are interned once into a
+//! process-wide table and carried as a [`Sym`] (a `u32`), so the engines move
+//! values around without allocating.
+
+use std::cmp::Ordering;
+use std::fmt;
+use std::hash::{Hash, Hasher};
+use std::sync::OnceLock;
+
+use ahash::AHashMap;
+use parking_lot::RwLock;
+
+/// An interned string: an index into the process-wide string table.
+///
+/// Interned strings live for the rest of the process (see the crate's
+/// `# Limits`): a stream with an unbounded number of distinct strings grows
+/// the table without bound.
+///
+/// # Examples
+/// ```
+/// use cep_core::Sym;
+/// let a = Sym::new("IBM");
+/// assert_eq!(a, Sym::new("IBM"));
+/// assert_eq!(a.as_str(), "IBM");
+/// ```
+#[derive(Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct Sym(u32);
+
+struct Interner {
+    ids: AHashMap<&'static str, u32>,
+    strs: Vec<&'static str>,
+}
+
+fn interner() -> &'static RwLock<Interner> {
+    static TABLE: OnceLock<RwLock<Interner>> = OnceLock::new();
+    TABLE.get_or_init(|| RwLock::new(Interner { ids: AHashMap::new(), strs: Vec::new() }))
+}
+
+impl Sym {
+    /// Interns `s` and returns its symbol.
+    pub fn new(s: &str) -> Sym {
+        if let Some(&id) = interner().read().ids.get(s) {
+            return Sym(id);
+        }
+        let mut table = interner().write();
+        if let Some(&id) = table.ids.get(s) {
+            return Sym(id);
+        }
+        let id = u32::try_from(table.strs.len()).expect("more than 4 billion distinct strings");
+        let leaked: &'static str = Box::leak(s.to_owned().into_boxed_str());
+        table.strs.push(leaked);
+        table.ids.insert(leaked, id);
+        Sym(id)
+    }
+
+    /// The interned text.
+    pub fn as_str(self) -> &'static str {
+        interner().read().strs[self.0 as usize]
+    }
+
+    /// The raw index (stable only within one process).
+    pub fn index(self) -> u32 {
+        self.0
+    }
+}
+
+impl fmt::Debug for Sym {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{:?}", self.as_str())
+    }
+}
+
+impl fmt::Display for Sym {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+/// The kind of a [`Value`], used by schemas and the type checker.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum Kind {
+    /// 64-bit signed integer.
+    Int,
+    /// 64-bit float (always finite).
+    Float,
+    /// Boolean.
+    Bool,
+    /// Interned string.
+    Str,
+}
+
+impl Kind {
+    /// Lower-case name used in messages.
+    pub fn name(self) -> &'static str {
+        match self {
+            Kind::Int => "int",
+            Kind::Float => "float",
+            Kind::Bool => "bool",
+            Kind::Str => "string",
+        }
+    }
+
+    /// Whether the kind is a number (int or float).
+    pub fn is_numeric(self) -> bool {
+        matches!(self, Kind::Int | Kind::Float)
+    }
+}
+
+/// A field value: int, float, bool, interned string, or NULL (missing).
+///
+/// Floats are always finite: readers reject NaN and infinities, and
+/// arithmetic that would produce one yields [`Value::Null`].
+///
+/// Equality and hashing are total (floats by bit pattern, with `-0.0`
+/// equal to `0.0`), so a `Value` can key a hash map (partition keys).
+/// For the comparison semantics of the query language (int vs float,
+/// NULL is never equal) use [`Value::compare`].
+///
+/// # Examples
+/// ```
+/// use cep_core::Value;
+/// use std::cmp::Ordering;
+/// assert_eq!(Value::Int(2).compare(&Value::Float(2.0)), Some(Ordering::Equal));
+/// assert_eq!(Value::Null.compare(&Value::Null), None);
+/// assert_eq!(Value::str("a").compare(&Value::Int(1)), None);
+/// ```
+#[derive(Clone, Copy, Debug, Default)]
+pub enum Value {
+    /// Missing / unknown.
+    #[default]
+    Null,
+    /// A 64-bit integer.
+    Int(i64),
+    /// A finite 64-bit float.
+    Float(f64),
+    /// A boolean.
+    Bool(bool),
+    /// An interned string.
+    Str(Sym),
+}
+
+impl Value {
+    /// An interned string value.
+    pub fn str(s: &str) -> Value {
+        Value::Str(Sym::new(s))
+    }
+
+    /// A float value, or NULL when `f` is not finite.
+    pub fn float(f: f64) -> Value {
+        if f.is_finite() { Value::Float(f) } else { Value::Null }
+    }
+
+    /// The kind, or `None` for NULL.
+    pub fn kind(&self) -> Option<Kind> {
+        match self {
+            Value::Null => None,
+            Value::Int(_) => Some(Kind::Int),
+            Value::Float(_) => Some(Kind::Float),
+            Value::Bool(_) => Some(Kind::Bool),
+            Value::Str(_) => Some(Kind::Str),
+        }
+    }
+
+    /// Whether this is NULL.
+    pub fn is_null(&self) -> bool {
+        matches!(self, Value::Null)
+    }
+
+    /// The value as a float, for ints and floats.
+    pub fn as_f64(&self) -> Option<f64> {
+        match *self {
+            Value::Int(i) => Some(i as f64),
+            Value::Float(f) => Some(f),
+            _ => None,
+        }
+    }
+
+    /// The value as an int, for ints only.
+    pub fn as_i64(&self) -> Option<i64> {
+        match *self {
+            Value::Int(i) => Some(i),
+            _ => None,
+        }
+    }
+
+    /// Compares two values under the query language's rules: numbers compare
+    /// numerically (an int with a float exactly), strings lexicographically,
+    /// bools `false < true`; NULL or a mix of kinds gives `None` (the
+    /// comparison is false).
+    pub fn compare(&self, other: &Value) -> Option<Ordering> {
+        match (*self, *other) {
+            (Value::Int(a), Value::Int(b)) => Some(a.cmp(&b)),
+            (Value::Float(a), Value::Float(b)) => a.partial_cmp(&b),
+            (Value::Int(a), Value::Float(b)) => Some(cmp_int_float(a, b)),
+            (Value::Float(a), Value::Int(b)) => Some(cmp_int_float(b, a).reverse()),
+            (Value::Bool(a), Value::Bool(b)) => Some(a.cmp(&b)),
+            (Value::Str(a), Value::Str(b)) => {
+                if a == b {
+                    Some(Ordering::Equal)
+                } else {
+                    Some(a.as_str().cmp(b.as_str()))
+                }
+            }
+            _ => None,
+        }
+    }
+}
+
+/// Exact comparison of an i64 with a finite f64.
+fn cmp_int_float(i: i64, f: f64) -> Ordering {
+    // 2^63 as f64 is exact; every f64 outside [-2^63, 2^63) is beyond any i64.
+    const LIMIT: f64 = 9_223_372_036_854_775_808.0;
+    if f >= LIMIT {
+        return Ordering::Less;
+    }
+    if f < -LIMIT {
+        return Ordering::Greater;
+    }
+    let t = f.trunc();
+    let ti = t as i64; // exact: |t| < 2^63
+    match i.cmp(&ti) {
+        Ordering::Equal => {
+            let frac = f - t;
+            if frac > 0.0 {
+                Ordering::Less
+            } else if frac < 0.0 {
+                Ordering::Greater
+            } else {
+                Ordering::Equal
+            }
+        }
+        o => o,
+    }
+}
+
+impl PartialEq for Value {
+    fn eq(&self, other: &Value) -> bool {
+        match (*self, *other) {
+            (Value::Null, Value::Null) => true,
+            (Value::Int(a), Value::Int(b)) => a == b,
+            (Value::Float(a), Value::Float(b)) => canonical_bits(a) == canonical_bits(b),
+            (Value::Bool(a), Value::Bool(b)) => a == b,
+            (Value::Str(a), Value::Str(b)) => a == b,
+            _ => false,
+        }
+    }
+}
+
+impl Eq for Value {}
+
+fn canonical_bits(f: f64) -> u64 {
+    if f == 0.0 { 0 } else { f.to_bits() }
+}
+
+impl Hash for Value {
+    fn hash<H: Hasher>(&self, state: &mut H) {
+        match *self {
+            Value::Null => state.write_u8(0),
+            Value::Int(i) => {
+                state.write_u8(1);
+                state.write_i64(i);
+            }
+            Value::Float(f) => {
+                state.write_u8(2);
+                state.write_u64(canonical_bits(f));
+            }
+            Value::Bool(b) => {
+                state.write_u8(3);
+                state.write_u8(b as u8);
+            }
+            Value::Str(s) => {
+                state.write_u8(4);
+                state.write_u32(s.0);
+            }
+        }
+    }
+}
+
+impl fmt::Display for Value {
+    /// Formats the value as it appears in JSON output (strings quoted).
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let mut s = String::new();
+        crate::json::write_value(&mut s, self);
+        f.write_str(&s)
+    }
+}
+
+impl From<i64> for Value {
+    fn from(i: i64) -> Value {
+        Value::Int(i)
+    }
+}
+
+impl From<f64> for Value {
+    fn from(f: f64) -> Value {
+        Value::float(f)
+    }
+}
+
+impl From<bool> for Value {
+    fn from(b: bool) -> Value {
+        Value::Bool(b)
+    }
+}
+
+impl From<&str> for Value {
+    fn from(s: &str) -> Value {
+        Value::str(s)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn value_is_sixteen_bytes() {
+        assert_eq!(std::mem::size_of::<Value>(), 16);
+    }
+
+    #[test]
+    fn int_float_comparison_is_exact() {
+        let big = (1i64 << 53) + 1;
+        assert_eq!(Value::Int(big).compare(&Value::Float((1i64 << 53) as f64)), Some(Ordering::Greater));
+        assert_eq!(Value::Int(3).compare(&Value::Float(2.5)), Some(Ordering::Greater));
+        assert_eq!(Value::Int(-3).compare(&Value::Float(-2.5)), Some(Ordering::Less));
+        assert_eq!(Value::Int(i64::MAX).compare(&Value::Float(1e300)), Some(Ordering::Less));
+        assert_eq!(Value::Float(-1e300).compare(&Value::Int(i64::MIN)), Some(Ordering::Less));
+    }
+
+    #[test]
+    fn mixed_kinds_do_not_compare() {
+        assert_eq!(Value::Bool(true).compare(&Value::Int(1)), None);
+        assert_eq!(Value::Null.compare(&Value::Int(1)), None);
+    }
+
+    #[test]
+    fn negative_zero_keys_equal_zero() {
+        use std::collections::HashSet;
+        let mut s = HashSet::new();
+        s.insert(Value::Float(0.0));
+        assert!(s.contains(&Value::Float(-0.0)));
+    }
+
+    #[test]
+    fn strings_compare_lexicographically() {
+        assert_eq!(Value::str("abc").compare(&Value::str("abd")), Some(Ordering::Less));
+    }
+}

@@ -1,0 +1,244 @@
+//! Expression → closure, with static types.
+//!
+//! An expression is lowered to a small tree of [`Node`]s (constants, frame
+//! slots, registers, operators); the tree is then turned into nested boxed
+//! closures once. Common shapes — a slot or register compared with a
+//! constant or with each other — get closures of their own, so the per-event
+//! cost of `s.vol >= 1000` is one indexed load and one compare.
+
+use std::cmp::Ordering;
+
+use cep_core::Value;
+
+use super::ops;
+use crate::program::{Reg, Slot};
+use crate::syntax::ast::BinOp;
+
+/// The value of a sub-expression, as seen by the code generator.
+#[derive(Clone, Debug)]
+pub(crate) enum Node {
+    Const(Value),
+    Slot(Slot),
+    Reg(Reg),
+    /// A count register: NULL reads as 0.
+    CountReg(Reg),
+    /// `b[k].f` inside b's own conditions: the k-th event, the candidate, or NULL.
+    NthOwn {
+        count: Reg,
+        nth: Option<Reg>,
+        k: u32,
+        cand: Slot,
+    },
+    /// `avg` from a (sum, n) register pair.
+    Avg(Reg),
+    Neg(Box<Node>),
+    Abs(Box<Node>),
+    Not(Box<Node>),
+    Arith(BinOp, Box<Node>, Box<Node>),
+    Cmp(BinOp, Box<Node>, Box<Node>),
+    And(Box<Node>, Box<Node>),
+    Or(Box<Node>, Box<Node>),
+}
+
+pub(crate) type ValFn = Box<dyn Fn(&[Value], &[Value]) -> Value + Send + Sync>;
+pub(crate) type BoolFn = Box<dyn Fn(&[Value], &[Value]) -> bool + Send + Sync>;
+
+/// Lowers a node to a value closure over (frame, registers).
+pub(crate) fn value_fn(node: &Node) -> ValFn {
+    match node.clone() {
+        Node::Const(v) => Box::new(move |_, _| v),
+        Node::Slot(s) => {
+            let s = s as usize;
+            Box::new(move |f, _| f[s])
+        }
+        Node::Reg(r) => {
+            let r = r as usize;
+            Box::new(move |_, g| g[r])
+        }
+        Node::CountReg(r) => {
+            let r = r as usize;
+            Box::new(move |_, g| match g[r] {
+                Value::Null => Value::Int(0),
+                v => v,
+            })
+        }
+        Node::NthOwn { count, nth, k, cand } => {
+            let (count, cand) = (count as usize, cand as usize);
+            let nth = nth.map(|r| r as usize);
+            Box::new(move |f, g| {
+                let c = g[count].as_i64().unwrap_or(0) as u64;
+                let k = u64::from(k);
+                if k <= c {
+                    nth.map_or(Value::Null, |r| g[r])
+                } else if k == c + 1 {
+                    f[cand]
+                } else {
+                    Value::Null
+                }
+            })
+        }
+        Node::Avg(r) => {
+            let r = r as usize;
+            Box::new(move |_, g| ops::avg(g[r], g[r + 1]))
+        }
+        Node::Neg(a) => {
+            let a = value_fn(&a);
+            Box::new(move |f, g| ops::neg(a(f, g)))
+        }
+        Node::Abs(a) => {
+            let a = value_fn(&a);
+            Box::new(move |f, g| ops::abs(a(f, g)))
+        }
+        Node::Arith(op, a, b) => arith_fn(op, &a, &b),
+        Node::Not(_) | Node::Cmp(..) | Node::And(..) | Node::Or(..) => {
+            let p = bool_fn(node);
+            Box::new(move |f, g| Value::Bool(p(f, g)))
+        }
+    }
+}
+
+fn arith_fn(op: BinOp, a: &Node, b: &Node) -> ValFn {
+    match (a, b) {
+        (Node::Slot(s), Node::Const(c)) => {
+            let (s, c) = (*s as usize, *c);
+            Box::new(move |f, _| ops::arith(op, f[s], c))
+        }
+        (Node::Reg(r), Node::Const(c)) => {
+            let (r, c) = (*r as usize, *c);
+            Box::new(move |_, g| ops::arith(op, g[r], c))
+        }
+        _ => {
+            let (a, b) = (value_fn(a), value_fn(b));
+            Box::new(move |f, g| ops::arith(op, a(f, g), b(f, g)))
+        }
+    }
+}
+
+/// Lowers a node to a condition closure: true only for `Bool(true)`.
+pub(crate) fn bool_fn(node: &Node) -> BoolFn {
+    match node {
+        Node::Const(v) => {
+            let t = matches!(v, Value::Bool(true));
+            Box::new(move |_, _| t)
+        }
+        Node::Not(a) => {
+            let a = bool_fn(a);
+            Box::new(move |f, g| !a(f, g))
+        }
+        Node::And(a, b) => {
+            let (a, b) = (bool_fn(a), bool_fn(b));
+            Box::new(move |f, g| a(f, g) && b(f, g))
+        }
+        Node::Or(a, b) => {
+            let (a, b) = (bool_fn(a), bool_fn(b));
+            Box::new(move |f, g| a(f, g) || b(f, g))
+        }
+        Node::Cmp(op, a, b) => cmp_fn(*op, a, b),
+        other => {
+            let v = value_fn(other);
+            Box::new(move |f, g| matches!(v(f, g), Value::Bool(true)))
+        }
+    }
+}
+
+fn cmp_fn(op: BinOp, a: &Node, b: &Node) -> BoolFn {
+    let op = *&op;
+    match (a, b) {
+        (Node::Slot(s), Node::Const(Value::Int(c))) => {
+            let (s, c) = (*s as usize, *c);
+            Box::new(move |f, _| match f[s] {
+                Value::Int(x) => int_cmp(op, x, c),
+                v => ops::compare(op, v, Value::Int(c)),
+            })
+        }
+        (Node::Slot(s), Node::Const(c)) => {
+            let (s, c) = (*s as usize, *c);
+            Box::new(move |f, _| ops::compare(op, f[s], c))
+        }
+        (Node::Reg(r), Node::Const(c)) => {
+            let (r, c) = (*r as usize, *c);
+            Box::new(move |_, g| ops::compare(op, g[r], c))
+        }
+        (Node::Slot(s), Node::Reg(r)) => {
+            let (s, r) = (*s as usize, *r as usize);
+            Box::new(move |f, g| ops::compare(op, f[s], g[r]))
+        }
+        (Node::Slot(s), Node::Slot(t)) => {
+            let (s, t) = (*s as usize, *t as usize);
+            Box::new(move |f, _| ops::compare(op, f[s], f[t]))
+        }
+        _ => {
+            let (a, b) = (value_fn(a), value_fn(b));
+            Box::new(move |f, g| ops::compare(op, a(f, g), b(f, g)))
+        }
+    }
+}
+
+#[inline]
+fn int_cmp(op: BinOp, x: i64, y: i64) -> bool {
+    let o = x.cmp(&y);
+    match op {
+        BinOp::Eq => o == Ordering::Equal,
+        BinOp::Ne => o != Ordering::Equal,
+        BinOp::Lt => o == Ordering::Less,
+        BinOp::Le => o != Ordering::Greater,
+        BinOp::Gt => o == Ordering::Greater,
+        BinOp::Ge => o != Ordering::Less,
+        _ => false,
+    }
+}
+
+/// Static type of an expression, as far as the schema tells.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Ty {
+    Int,
+    Float,
+    /// Int or float.
+    Num,
+    Bool,
+    Str,
+    /// Always NULL.
+    Null,
+    /// Unknown.
+    Any,
+}
+
+impl Ty {
+    pub(crate) fn is_numeric(self) -> bool {
+        matches!(self, Ty::Int | Ty::Float | Ty::Num)
+    }
+
+    pub(crate) fn name(self) -> &'static str {
+        match self {
+            Ty::Int => "an int",
+            Ty::Float => "a float",
+            Ty::Num => "a number",
+            Ty::Bool => "a bool",
+            Ty::Str => "a string",
+            Ty::Null => "NULL",
+            Ty::Any => "a value",
+        }
+    }
+
+    /// Result type of arithmetic.
+    pub(crate) fn arith(self, other: Ty) -> Ty {
+        match (self, other) {
+            (Ty::Null, _) | (_, Ty::Null) => Ty::Null,
+            (Ty::Int, Ty::Int) => Ty::Int,
+            (Ty::Float, t) | (t, Ty::Float) if t.is_numeric() => Ty::Float,
+            (a, b) if a.is_numeric() && b.is_numeric() => Ty::Num,
+            _ => Ty::Any,
+        }
+    }
+
+    /// Whether two known types can never compare (string vs number, …).
+    pub(crate) fn incomparable(self, other: Ty) -> bool {
+        let class = |t: Ty| match t {
+            Ty::Int | Ty::Float | Ty::Num => Some(0),
+            Ty::Bool => Some(1),
+            Ty::Str => Some(2),
+            Ty::Null | Ty::Any => None,
+        };
+        matches!((class(self), class(other)), (Some(a), Some(b)) if a != b)
+    }
+}

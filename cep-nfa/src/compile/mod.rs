@@ -1,0 +1,1085 @@
+//! AST → [`Program`]: semantic checks, name resolution, the register plan,
+//! and predicate closures.
+//!
+//! For each statement the compiler
+//! 1. checks the pattern's shape (no leading `NOT`, a trailing `NOT` has a
+//!    quiet period, unique variables, known types);
+//! 2. assigns each conjunct to its owner (the element of the last variable it
+//!    names, or the negation it names) and classifies it (iteration
+//!    condition, completion condition, early or late negation condition);
+//! 3. resolves every reference to a frame slot (a value of the candidate
+//!    event) or a register (a value of an event already bound), checking
+//!    fields against the schema and types against each other;
+//! 4. lowers each condition to a closure ([`expr`]).
+//!
+//! The rules it implements are LANGUAGE.md §2 and `docs/semantics.md`.
+
+mod expr;
+pub mod ops;
+pub mod plan;
+
+use ahash::AHashMap;
+use cep_core::time::{DurationUnit, to_ticks};
+use cep_core::{Event, FieldId, Kind, KindSet, Schema, Sym, TimeUnit, Value};
+
+use crate::diag::{Diagnostic, Diagnostics, Span};
+use crate::program::*;
+use crate::syntax::ast::{self, AggFn, Attr, BinOp, Conjunct, Expr, Ident, Index, Lit, Quant, Statement};
+use expr::{Node, Ty};
+
+/// Compiler settings.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct Options {
+    /// The unit of timestamps, for converting durations.
+    pub time_unit: TimeUnit,
+}
+
+/// The result of compiling a query file.
+#[derive(Debug)]
+pub struct Compiled {
+    /// One program per statement, in file order.
+    pub programs: Vec<Program<Event>>,
+    /// Warnings (the query runs, but perhaps not as meant).
+    pub warnings: Vec<Diagnostic>,
+}
+
+/// Parses and compiles a query file against `schema`.
+///
+/// Field names the schema lacks are registered in it when its field set is
+/// open (JSON lines); with a closed field set (CSV) they are errors.
+///
+/// # Examples
+/// ```
+/// use cep_core::Schema;
+/// use cep_nfa::compile::{compile, Options};
+/// let mut schema = Schema::new();
+/// let out = compile("PATTERN SEQ(A a, B b) WHERE b.x > a.x WITHIN 10", &mut schema, &Options::default())
+///     .unwrap();
+/// assert_eq!(out.programs[0].name, "q1");
+/// let err = compile("PATTERN SEQ(A a, B b) WHERE c.x > 1", &mut schema, &Options::default()).unwrap_err();
+/// assert!(err.0[0].message.contains("unknown variable `c`"));
+/// ```
+pub fn compile(src: &str, schema: &mut Schema, opts: &Options) -> Result<Compiled, Diagnostics> {
+    let file = crate::syntax::parse(src).map_err(|d| Diagnostics(vec![d]))?;
+    compile_file(&file, schema, opts)
+}
+
+/// Compiles a parsed file.
+pub fn compile_file(file: &ast::File, schema: &mut Schema, opts: &Options) -> Result<Compiled, Diagnostics> {
+    let mut programs = Vec::new();
+    let mut errors = Vec::new();
+    let mut warnings = Vec::new();
+    let mut names: AHashMap<String, Span> = AHashMap::new();
+    for (i, st) in file.statements.iter().enumerate() {
+        let name = statement_name(st, i);
+        if names.contains_key(&name) {
+            let span = st.name.as_ref().map_or(st.span, |n| n.span);
+            errors.push(Diagnostic::error(span, format!("a query named `{name}` is already defined")));
+        }
+        names.insert(name.clone(), st.span);
+        let mut c = StatementCompiler::new(st, name, schema, opts);
+        let program = c.run();
+        for d in c.diags {
+            if d.is_error() { errors.push(d) } else { warnings.push(d) }
+        }
+        if let Some(p) = program {
+            programs.push(p);
+        }
+    }
+    if errors.is_empty() {
+        Ok(Compiled { programs, warnings })
+    } else {
+        errors.extend(warnings);
+        Err(Diagnostics(errors))
+    }
+}
+
+/// The name of the `i`-th (0-based) statement: its `QUERY` name or `q<i+1>`.
+pub fn statement_name(st: &Statement, i: usize) -> String {
+    st.name.as_ref().map_or_else(|| format!("q{}", i + 1), |n| n.name.clone())
+}
+
+#[derive(Clone, Debug)]
+enum VarKind {
+    /// Positive element `idx` (index among positive elements).
+    Pos { idx: usize, quant: Quant },
+    /// Middle negation `idx` (index into `negations`).
+    Neg { idx: usize },
+    /// The trailing negation.
+    Trailing,
+}
+
+#[derive(Clone, Debug)]
+struct Var {
+    name: String,
+    kind: VarKind,
+    types: Vec<Sym>,
+}
+
+/// Where a condition is evaluated, which decides what each reference means.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Ctx {
+    /// An iteration condition of positive element `v` (candidate + earlier).
+    Own(usize),
+    /// A completion condition of positive element `v`.
+    Completion(usize),
+    /// A negation's condition.
+    Negation { var: usize },
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+enum SlotKey {
+    Field(FieldId),
+    Ts,
+    Type,
+    Prev(FieldId, u32),
+    PrevTs(u32),
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+enum RegKey {
+    Count(usize),
+    Last(usize, SlotKey),
+    First(usize, SlotKey),
+    Nth(usize, u32, SlotKey),
+    Sum(usize, SlotKey),
+    Min(usize, SlotKey),
+    Max(usize, SlotKey),
+    RegionLo(usize),
+    RegionHi(usize),
+}
+
+struct StatementCompiler<'a> {
+    st: &'a Statement,
+    name: String,
+    schema: &'a mut Schema,
+    opts: &'a Options,
+    diags: Vec<Diagnostic>,
+    vars: Vec<Var>,
+    n_pos: usize,
+    slots: Vec<SlotKey>,
+    regs: Vec<RegKey>,
+    updates: Vec<Vec<RegUpdate>>,
+}
+
+impl<'a> StatementCompiler<'a> {
+    fn new(st: &'a Statement, name: String, schema: &'a mut Schema, opts: &'a Options) -> Self {
+        StatementCompiler {
+            st,
+            name,
+            schema,
+            opts,
+            diags: Vec::new(),
+            vars: Vec::new(),
+            n_pos: 0,
+            slots: Vec::new(),
+            regs: Vec::new(),
+            updates: Vec::new(),
+        }
+    }
+
+    fn error(&mut self, span: Span, msg: impl Into<String>) {
+        self.diags.push(Diagnostic::error(span, msg));
+    }
+
+    fn has_errors(&self) -> bool {
+        self.diags.iter().any(Diagnostic::is_error)
+    }
+
+    fn run(&mut self) -> Option<Program<Event>> {
+        let st = self.st;
+        self.declare_vars();
+        if self.has_errors() {
+            return None;
+        }
+        let strategy = st.strategy.map_or(Strategy::NextMatch, |s| s.0);
+        let window = st.within.as_ref().and_then(|w| self.window(w, true));
+        let key = self.partition();
+        let select = st.select.map_or(Selection::All, |s| s.0);
+        let skip = self.skip();
+        if select != Selection::All && skip != SkipTo::None {
+            let span = st.skip.as_ref().map_or(st.span, |s| s.1);
+            self.diags.push(
+                Diagnostic::error(span, "SELECT EARLIEST/LATEST cannot be combined with AFTER MATCH SKIP")
+                    .with_note("use SELECT ALL, or AFTER MATCH SKIP NONE"),
+            );
+        }
+        self.updates = vec![Vec::new(); self.n_pos];
+
+        let mut elements: Vec<Element<Event>> = Vec::new();
+        let mut negations: Vec<Negation<Event>> = Vec::new();
+        let mut trailing: Option<Trailing<Event>> = None;
+        for el in &st.elements {
+            let var = self.var_index(&el.var.name).expect("declared");
+            let accepts = type_test(&self.vars[var].types);
+            let types = el.types.iter().map(|t| t.name.clone()).collect();
+            match self.vars[var].kind {
+                VarKind::Pos { quant, .. } => {
+                    let within = el.within.as_ref().and_then(|w| self.window(w, true));
+                    elements.push(Element {
+                        var: el.var.name.clone(),
+                        quant,
+                        types,
+                        accepts,
+                        conds: Vec::new(),
+                        completion: Vec::new(),
+                        updates: Vec::new(),
+                        within,
+                    });
+                }
+                VarKind::Neg { .. } => {
+                    let after = self.pos_before(var);
+                    negations.push(Negation {
+                        var: el.var.name.clone(),
+                        types,
+                        after,
+                        accepts,
+                        early: Vec::new(),
+                        late: Vec::new(),
+                        deferred: None,
+                    });
+                }
+                VarKind::Trailing => {
+                    let quiet = match el.within.as_ref().and_then(|w| self.window(w, false)) {
+                        Some(Window::Time(t)) => t,
+                        _ => 0,
+                    };
+                    trailing = Some(Trailing { var: el.var.name.clone(), types, accepts, conds: Vec::new(), quiet });
+                }
+            }
+        }
+
+        let mut late_points: Vec<Option<usize>> = vec![None; negations.len()];
+        for c in &st.conjuncts {
+            let Conjunct::Expr(e) = c else { continue };
+            self.conjunct(e, &mut elements, &mut negations, &mut trailing, &mut late_points);
+        }
+        for (i, point) in late_points.iter().enumerate() {
+            if let Some(check_after) = *point {
+                let lo = self.reg(RegKey::RegionLo(i));
+                let hi = self.reg(RegKey::RegionHi(i));
+                negations[i].deferred = Some(Deferred { check_after, lo, hi });
+            } else {
+                for c in std::mem::take(&mut negations[i].late) {
+                    let f = c.pred;
+                    negations[i].early.push(Cond {
+                        pred: Box::new(move |_, fr, rg| f(fr, rg)),
+                        skip_first: false,
+                        text: c.text,
+                    });
+                }
+            }
+        }
+        if self.has_errors() {
+            return None;
+        }
+        for (el, ups) in elements.iter_mut().zip(std::mem::take(&mut self.updates)) {
+            el.updates = ups;
+        }
+
+        // The frame and the PREV history.
+        let mut history_cols: Vec<SlotKey> = Vec::new();
+        let mut history_depth = 0usize;
+        let mut frame: Vec<FrameSlot<Event>> = Vec::new();
+        for key in self.slots.clone() {
+            frame.push(match key {
+                SlotKey::Field(f) => FrameSlot::Field(Box::new(move |e: &Event| e.get(f))),
+                SlotKey::Ts => FrameSlot::Field(Box::new(|e: &Event| Value::Int(e.ts))),
+                SlotKey::Type => FrameSlot::Field(Box::new(|e: &Event| Value::Str(e.ty))),
+                SlotKey::Prev(_, n) | SlotKey::PrevTs(n) => {
+                    let base = if let SlotKey::Prev(f, _) = key { SlotKey::Field(f) } else { SlotKey::Ts };
+                    let col = match history_cols.iter().position(|k| *k == base) {
+                        Some(c) => c,
+                        None => {
+                            history_cols.push(base);
+                            history_cols.len() - 1
+                        }
+                    };
+                    history_depth = history_depth.max(n as usize);
+                    FrameSlot::Prev { col, n: n as usize }
+                }
+            });
+        }
+        let history: Vec<Extract<Event>> = history_cols
+            .iter()
+            .map(|k| -> Extract<Event> {
+                match *k {
+                    SlotKey::Field(f) => Box::new(move |e: &Event| e.get(f)),
+                    _ => Box::new(|e: &Event| Value::Int(e.ts)),
+                }
+            })
+            .collect();
+        let reg_names = self.regs.iter().map(|r| self.reg_name(*r)).collect();
+        let slot_names = self.slots.iter().map(|s| self.slot_name(*s)).collect();
+        Some(
+            Program {
+                name: self.name.clone(),
+                elements,
+                negations,
+                trailing,
+                strategy,
+                window,
+                select,
+                skip,
+                key,
+                frame,
+                history,
+                history_depth,
+                regs: self.regs.len(),
+                reg_names,
+                slot_names,
+                graph: Default::default(),
+            }
+            .finish(),
+        )
+    }
+
+    fn declare_vars(&mut self) {
+        let st = self.st;
+        let first_pos = st.elements.iter().position(|e| !e.negated);
+        let last_pos = st.elements.iter().rposition(|e| !e.negated);
+        let (Some(first_pos), Some(last_pos)) = (first_pos, last_pos) else {
+            self.error(st.elements[0].span, "a pattern needs at least one element without NOT");
+            return;
+        };
+        let trailing_count = st.elements.len() - 1 - last_pos;
+        let mut n_neg = 0;
+        for (i, el) in st.elements.iter().enumerate() {
+            if self.vars.iter().any(|v| v.name == el.var.name) {
+                self.diags.push(
+                    Diagnostic::error(el.var.span, format!("variable `{}` is declared twice", el.var.name))
+                        .with_note("each element needs its own variable name"),
+                );
+                continue;
+            }
+            let types = self.check_types(&el.types);
+            let kind = if el.negated {
+                if i < first_pos {
+                    self.diags.push(
+                        Diagnostic::error(el.span, "a pattern cannot start with NOT")
+                            .with_note("a negation needs a positive element before it"),
+                    );
+                }
+                if el.quant != Quant::One || el.brackets {
+                    self.error(el.var.span, format!("a NOT element cannot be quantified (`{}`)", el.quant.symbol()));
+                }
+                if i > last_pos {
+                    if trailing_count > 1 {
+                        self.error(el.span, "there can be at most one trailing NOT");
+                    }
+                    match &el.within {
+                        None => self.diags.push(
+                            Diagnostic::error(el.span, "a trailing NOT needs a WITHIN of its own: the quiet period")
+                                .with_note(format!(
+                                    "for example `NOT {} {} WITHIN 10 s`",
+                                    el.types[0].name, el.var.name
+                                )),
+                        ),
+                        Some(w) if matches!(w.kind, ast::WindowKind::Events(_)) => {
+                            self.error(w.span, "the quiet period of a trailing NOT must be a duration, not EVENTS")
+                        }
+                        _ => {}
+                    }
+                    VarKind::Trailing
+                } else {
+                    if let Some(w) = &el.within {
+                        self.diags.push(
+                            Diagnostic::error(w.span, "a NOT between two elements takes no WITHIN")
+                                .with_note("only a trailing NOT has a quiet period"),
+                        );
+                    }
+                    n_neg += 1;
+                    VarKind::Neg { idx: n_neg - 1 }
+                }
+            } else {
+                if el.brackets && !el.quant.is_kleene() {
+                    self.error(
+                        el.var.span,
+                        format!("`{}[]` marks a Kleene variable, but the element has no `+` or `*`", el.var.name),
+                    );
+                }
+                self.n_pos += 1;
+                VarKind::Pos { idx: self.n_pos - 1, quant: el.quant }
+            };
+            self.vars.push(Var { name: el.var.name.clone(), kind, types });
+        }
+    }
+
+    fn check_types(&mut self, types: &[Ident]) -> Vec<Sym> {
+        let mut out = Vec::new();
+        for t in types {
+            let sym = Sym::new(&t.name);
+            if self.schema.type_info(sym).is_none() {
+                let known = self.schema.type_names();
+                let hint = if known.is_empty() {
+                    "no event has been seen".to_owned()
+                } else {
+                    format!("types in the input: {}", known.join(", "))
+                };
+                let d = if self.schema.is_complete() {
+                    Diagnostic::error(t.span, format!("unknown type `{}`", t.name))
+                } else {
+                    Diagnostic::warning(t.span, format!("type `{}` has not been seen in the input so far", t.name))
+                };
+                self.diags.push(d.with_note(hint));
+            }
+            out.push(sym);
+        }
+        out
+    }
+
+    fn var_index(&self, name: &str) -> Option<usize> {
+        self.vars.iter().position(|v| v.name == name)
+    }
+
+    /// Index of the last positive element declared before variable `var`.
+    fn pos_before(&self, var: usize) -> usize {
+        self.vars[..var]
+            .iter()
+            .rev()
+            .find_map(|v| match v.kind {
+                VarKind::Pos { idx, .. } => Some(idx),
+                _ => None,
+            })
+            .unwrap_or(0)
+    }
+
+    fn pos_var(&self, idx: usize) -> usize {
+        self.vars
+            .iter()
+            .position(|v| matches!(v.kind, VarKind::Pos { idx: i, .. } if i == idx))
+            .expect("positive element")
+    }
+
+    fn window(&mut self, w: &ast::Window, allow_events: bool) -> Option<Window> {
+        match &w.kind {
+            ast::WindowKind::Events(n) if allow_events => Some(Window::Events(*n)),
+            ast::WindowKind::Events(_) => None,
+            ast::WindowKind::Time { number, unit } => {
+                let u = match unit {
+                    None => DurationUnit::Ticks,
+                    Some(u) => DurationUnit::parse(&u.name).expect("parser checked the unit"),
+                };
+                match to_ticks(number, u, self.opts.time_unit) {
+                    Ok(t) => Some(Window::Time(t)),
+                    Err(e) => {
+                        self.diags.push(
+                            Diagnostic::error(w.span, format!("invalid duration: {e}"))
+                                .with_note(format!("timestamps are in {}", self.opts.time_unit.name())),
+                        );
+                        None
+                    }
+                }
+            }
+        }
+    }
+
+    fn partition(&mut self) -> Option<(String, Extract<Event>)> {
+        let st = self.st;
+        let mut field: Option<&Ident> = st.partition.as_ref();
+        for c in &st.conjuncts {
+            if let Conjunct::Partition(f) = c {
+                match field {
+                    Some(prev) if prev.name != f.name => {
+                        self.diags.push(
+                            Diagnostic::error(
+                                f.span,
+                                format!("partition by `{}` conflicts with partition by `{}`", f.name, prev.name),
+                            )
+                            .with_note("a statement has one partition field"),
+                        );
+                    }
+                    _ => field = Some(f),
+                }
+            }
+        }
+        let f = field?;
+        let all_types: Vec<Sym> = self.vars.iter().flat_map(|v| v.types.clone()).collect();
+        let fid = self.field(&f.name, f.span, &all_types, false)?;
+        Some((f.name.clone(), Box::new(move |e: &Event| e.get(fid))))
+    }
+
+    fn skip(&mut self) -> SkipTo {
+        let Some((skip, _)) = &self.st.skip else { return SkipTo::None };
+        match skip {
+            ast::Skip::None => SkipTo::None,
+            ast::Skip::ToNextEvent => SkipTo::NextEvent,
+            ast::Skip::PastLastEvent => SkipTo::PastLastEvent,
+            ast::Skip::ToFirst(v) | ast::Skip::ToLast(v) => {
+                let idx = match self.var_index(&v.name).map(|i| self.vars[i].kind.clone()) {
+                    Some(VarKind::Pos { idx, .. }) => idx,
+                    Some(_) => {
+                        self.error(v.span, format!("cannot skip to `{}`: it is a NOT variable", v.name));
+                        return SkipTo::None;
+                    }
+                    None => {
+                        let d = self.unknown_var(v);
+                        self.diags.push(d);
+                        return SkipTo::None;
+                    }
+                };
+                if matches!(skip, ast::Skip::ToFirst(_)) { SkipTo::First(idx) } else { SkipTo::Last(idx) }
+            }
+        }
+    }
+
+    fn unknown_var(&self, v: &Ident) -> Diagnostic {
+        let names: Vec<&str> = self.vars.iter().map(|v| v.name.as_str()).collect();
+        Diagnostic::error(v.span, format!("unknown variable `{}`", v.name))
+            .with_note(format!("the pattern's variables are: {}", names.join(", ")))
+    }
+
+    /// Resolves a field name for events of `types`.
+    fn field(&mut self, name: &str, span: Span, types: &[Sym], _is_neg: bool) -> Option<FieldId> {
+        let fid = match self.schema.lookup(name) {
+            Some(f) => f,
+            None if self.schema.fields_closed() => {
+                let names: Vec<&str> = self.schema.field_names().collect();
+                self.diags.push(
+                    Diagnostic::error(span, format!("unknown field `{name}`"))
+                        .with_note(format!("the input's fields are: ts, {}", names.join(", "))),
+                );
+                return None;
+            }
+            None => self.schema.field(name),
+        };
+        let kinds = self.kinds(fid, types);
+        let seen_types = types.iter().any(|t| self.schema.type_info(*t).is_some_and(|i| i.count > 0));
+        if kinds.is_empty() && seen_types {
+            let tnames: Vec<&str> = types.iter().map(|t| t.as_str()).collect();
+            let msg = format!("field `{name}` never appears in events of type {}", tnames.join(" or "));
+            let d =
+                if self.schema.is_complete() { Diagnostic::error(span, msg) } else { Diagnostic::warning(span, msg) };
+            self.diags.push(d);
+        }
+        Some(fid)
+    }
+
+    fn kinds(&self, fid: FieldId, types: &[Sym]) -> KindSet {
+        types
+            .iter()
+            .filter_map(|t| self.schema.type_info(*t))
+            .fold(KindSet::default(), |acc, i| acc.union(i.kinds_of(fid)))
+    }
+
+    fn field_ty(&self, key: SlotKey, types: &[Sym]) -> Ty {
+        match key {
+            SlotKey::Ts | SlotKey::PrevTs(_) => Ty::Int,
+            SlotKey::Type => Ty::Str,
+            SlotKey::Field(f) | SlotKey::Prev(f, _) => {
+                let k = self.kinds(f, types);
+                if k.is_empty() {
+                    Ty::Any
+                } else if k == single(Kind::Int) {
+                    Ty::Int
+                } else if k == single(Kind::Float) {
+                    Ty::Float
+                } else if k.all_numeric() {
+                    Ty::Num
+                } else if k.only_str() {
+                    Ty::Str
+                } else if k.only_bool() {
+                    Ty::Bool
+                } else {
+                    Ty::Any
+                }
+            }
+        }
+    }
+
+    fn slot(&mut self, key: SlotKey) -> Slot {
+        if let Some(i) = self.slots.iter().position(|k| *k == key) {
+            return i as Slot;
+        }
+        self.slots.push(key);
+        (self.slots.len() - 1) as Slot
+    }
+
+    fn reg(&mut self, key: RegKey) -> Reg {
+        if let Some(i) = self.regs.iter().position(|k| *k == key) {
+            return i as Reg;
+        }
+        let r = self.regs.len() as Reg;
+        self.regs.push(key);
+        let (var, op) = match key {
+            RegKey::Count(v) => (Some(v), Some(RegOp::Count)),
+            RegKey::Last(v, s) => (Some(v), Some(RegOp::Last(self.slot(s)))),
+            RegKey::First(v, s) => (Some(v), Some(RegOp::First(self.slot(s)))),
+            RegKey::Nth(v, k, s) => (Some(v), Some(RegOp::Nth(k, self.slot(s)))),
+            RegKey::Sum(v, s) => {
+                // Sum takes two registers: the sum and the count of values.
+                self.regs.push(RegKey::Sum(v, s));
+                (Some(v), Some(RegOp::Sum(self.slot(s))))
+            }
+            RegKey::Min(v, s) => (Some(v), Some(RegOp::Min(self.slot(s)))),
+            RegKey::Max(v, s) => (Some(v), Some(RegOp::Max(self.slot(s)))),
+            RegKey::RegionLo(_) | RegKey::RegionHi(_) => (None, None),
+        };
+        if let (Some(v), Some(op)) = (var, op) {
+            self.updates[v].push(RegUpdate { reg: r, op });
+        }
+        r
+    }
+
+    fn reg_name(&self, key: RegKey) -> String {
+        let var = |i: usize| self.vars[self.pos_var(i)].name.clone();
+        match key {
+            RegKey::Count(v) => format!("{}.LEN", var(v)),
+            RegKey::Last(v, s) => format!("{}[{}.LEN].{}", var(v), var(v), self.slot_name(s)),
+            RegKey::First(v, s) => format!("{}[1].{}", var(v), self.slot_name(s)),
+            RegKey::Nth(v, k, s) => format!("{}[{k}].{}", var(v), self.slot_name(s)),
+            RegKey::Sum(v, s) => format!("sum({}.{})", var(v), self.slot_name(s)),
+            RegKey::Min(v, s) => format!("min({}.{})", var(v), self.slot_name(s)),
+            RegKey::Max(v, s) => format!("max({}.{})", var(v), self.slot_name(s)),
+            RegKey::RegionLo(n) => format!("region start of NOT #{}", n + 1),
+            RegKey::RegionHi(n) => format!("region end of NOT #{}", n + 1),
+        }
+    }
+
+    fn slot_name(&self, key: SlotKey) -> String {
+        match key {
+            SlotKey::Field(f) => self.schema.field_name(f).to_owned(),
+            SlotKey::Ts => "ts".to_owned(),
+            SlotKey::Type => "type".to_owned(),
+            SlotKey::Prev(f, n) => format!("PREV({}, {n})", self.schema.field_name(f)),
+            SlotKey::PrevTs(n) => format!("PREV(ts, {n})"),
+        }
+    }
+
+    /// Assigns a conjunct to its owner and compiles it.
+    fn conjunct(
+        &mut self,
+        e: &Expr,
+        elements: &mut [Element<Event>],
+        negations: &mut [Negation<Event>],
+        trailing: &mut Option<Trailing<Event>>,
+        late_points: &mut [Option<usize>],
+    ) {
+        let named = e.vars();
+        let mut ok = true;
+        for v in &named {
+            if self.var_index(&v.name).is_none() {
+                let d = self.unknown_var(v);
+                self.diags.push(d);
+                ok = false;
+            }
+        }
+        if !ok {
+            return;
+        }
+        if named.is_empty() {
+            self.diags.push(
+                Diagnostic::error(e.span(), "this condition names no variable")
+                    .with_note("a condition belongs to the element of the last variable it names"),
+            );
+            return;
+        }
+        let idx: Vec<usize> = named.iter().map(|v| self.var_index(&v.name).expect("checked")).collect();
+        let negs: Vec<usize> =
+            idx.iter().copied().filter(|&i| !matches!(self.vars[i].kind, VarKind::Pos { .. })).collect();
+        if negs.len() > 1 {
+            self.error(e.span(), "a condition can name at most one NOT variable");
+            return;
+        }
+        let max_pos = idx
+            .iter()
+            .filter_map(|&i| match self.vars[i].kind {
+                VarKind::Pos { idx, .. } => Some(idx),
+                _ => None,
+            })
+            .max();
+        let text = self.text(e.span());
+        if let Some(&n) = negs.first() {
+            let Some((node, ty)) = self.lower(e, Ctx::Negation { var: n }) else { return };
+            if !self.is_condition(ty, e.span()) {
+                return;
+            }
+            let f = expr::bool_fn(&node);
+            match self.vars[n].kind {
+                VarKind::Neg { idx } => {
+                    let after = negations[idx].after;
+                    if let Some(p) = max_pos.filter(|&p| p > after) {
+                        late_points[idx] = Some(late_points[idx].map_or(p, |q| q.max(p)));
+                    }
+                    // Kept as frame conditions until every conjunct is seen:
+                    // one late conjunct defers the whole negation.
+                    negations[idx].late.push(LateCond { pred: f, text });
+                }
+                _ => {
+                    let t = trailing.as_mut().expect("trailing var");
+                    t.conds.push(Cond { pred: Box::new(move |_, fr, rg| f(fr, rg)), skip_first: false, text });
+                }
+            }
+            return;
+        }
+        let owner = max_pos.expect("a positive variable");
+        let reads_candidate = self.reads_candidate(e, owner);
+        if reads_candidate {
+            let skip_first = self.needs_earlier(e, owner);
+            let Some((node, ty)) = self.lower(e, Ctx::Own(owner)) else { return };
+            if !self.is_condition(ty, e.span()) {
+                return;
+            }
+            let f = expr::bool_fn(&node);
+            elements[owner].conds.push(Cond { pred: Box::new(move |_, fr, rg| f(fr, rg)), skip_first, text });
+        } else {
+            let Some((node, ty)) = self.lower(e, Ctx::Completion(owner)) else { return };
+            if !self.is_condition(ty, e.span()) {
+                return;
+            }
+            let f = expr::bool_fn(&node);
+            elements[owner].completion.push(Completion { pred: Box::new(move |rg| f(&[], rg)), text });
+        }
+    }
+
+    fn text(&self, span: Span) -> String {
+        // Statement text is not kept; rebuild from the span at plan time.
+        format!("@{}..{}", span.start, span.end)
+    }
+
+    fn is_condition(&mut self, ty: Ty, span: Span) -> bool {
+        match ty {
+            Ty::Bool | Ty::Any | Ty::Null => true,
+            other => {
+                self.diags.push(
+                    Diagnostic::error(span, format!("a condition must be true or false, but this is {}", other.name()))
+                        .with_note("compare it with something, e.g. `… > 0`"),
+                );
+                false
+            }
+        }
+    }
+
+    /// Whether a conjunct owned by positive element `owner` reads its candidate.
+    fn reads_candidate(&self, e: &Expr, owner: usize) -> bool {
+        let mut reads = false;
+        e.walk(|x| {
+            let r = match x {
+                Expr::Ref(r) | Expr::Prev(r, _, _) => r,
+                _ => return,
+            };
+            if self.pos_index(&r.var.name) == Some(owner)
+                && matches!(r.attr, Attr::Field(_))
+                && matches!(r.index, Index::None | Index::I | Index::IMinus1)
+            {
+                reads = true;
+            }
+        });
+        reads
+    }
+
+    /// Whether a condition of `owner` reads an earlier event of `owner`.
+    fn needs_earlier(&self, e: &Expr, owner: usize) -> bool {
+        let mut needs = false;
+        e.walk(|x| match x {
+            Expr::Ref(r) | Expr::Prev(r, _, _) if self.pos_index(&r.var.name) == Some(owner) => {
+                if matches!(r.index, Index::IMinus1 | Index::Len(_)) {
+                    needs = true;
+                }
+            }
+            Expr::Agg(_, v, _, _) if self.pos_index(&v.name) == Some(owner) => needs = true,
+            _ => {}
+        });
+        needs
+    }
+
+    fn pos_index(&self, name: &str) -> Option<usize> {
+        self.var_index(name).and_then(|i| match self.vars[i].kind {
+            VarKind::Pos { idx, .. } => Some(idx),
+            _ => None,
+        })
+    }
+
+    /// Lowers an expression in a context; reports errors and returns None
+    /// when it cannot be compiled.
+    fn lower(&mut self, e: &Expr, ctx: Ctx) -> Option<(Node, Ty)> {
+        let before = self.diags.iter().filter(|d| d.is_error()).count();
+        let out = self.lower_rec(e, ctx, 0);
+        let after = self.diags.iter().filter(|d| d.is_error()).count();
+        if after > before { None } else { Some(out) }
+    }
+
+    fn lower_rec(&mut self, e: &Expr, ctx: Ctx, depth: usize) -> (Node, Ty) {
+        // The parser bounds nesting, so this recursion is bounded too.
+        debug_assert!(depth <= 4 * crate::syntax::MAX_DEPTH);
+        match e {
+            Expr::Lit(l, _) => match l {
+                Lit::Int(i) => (Node::Const(Value::Int(*i)), Ty::Int),
+                Lit::Float(f) => (Node::Const(Value::Float(*f)), Ty::Float),
+                Lit::Str(s) => (Node::Const(Value::str(s)), Ty::Str),
+                Lit::Bool(b) => (Node::Const(Value::Bool(*b)), Ty::Bool),
+                Lit::Null => (Node::Const(Value::Null), Ty::Null),
+            },
+            Expr::Ref(r) => self.reference(r, None, ctx),
+            Expr::Prev(r, n, _) => self.reference(r, Some(*n), ctx),
+            Expr::Count(v, _) => self.count(v, ctx),
+            Expr::Agg(f, v, field, span) => self.aggregate(*f, v, field, *span, ctx),
+            Expr::Abs(x, span) => {
+                let (n, t) = self.lower_rec(x, ctx, depth + 1);
+                if !(t.is_numeric() || matches!(t, Ty::Any | Ty::Null)) {
+                    self.error(*span, format!("abs needs a number, but its argument is {}", t.name()));
+                }
+                (Node::Abs(Box::new(n)), t)
+            }
+            Expr::Neg(x, span) => {
+                let (n, t) = self.lower_rec(x, ctx, depth + 1);
+                if !(t.is_numeric() || matches!(t, Ty::Any | Ty::Null)) {
+                    self.error(*span, format!("cannot negate {}", t.name()));
+                }
+                (Node::Neg(Box::new(n)), t)
+            }
+            Expr::Not(x, _) => {
+                let (n, t) = self.lower_rec(x, ctx, depth + 1);
+                self.is_condition(t, x.span());
+                (Node::Not(Box::new(n)), Ty::Bool)
+            }
+            Expr::Binary(op, a, b, span) => {
+                let (na, ta) = self.lower_rec(a, ctx, depth + 1);
+                let (nb, tb) = self.lower_rec(b, ctx, depth + 1);
+                match op {
+                    BinOp::And | BinOp::Or => {
+                        self.is_condition(ta, a.span());
+                        self.is_condition(tb, b.span());
+                        let node = if *op == BinOp::And {
+                            Node::And(Box::new(na), Box::new(nb))
+                        } else {
+                            Node::Or(Box::new(na), Box::new(nb))
+                        };
+                        (node, Ty::Bool)
+                    }
+                    op if op.is_comparison() => {
+                        if ta.incomparable(tb) {
+                            self.diags.push(
+                                Diagnostic::error(
+                                    *span,
+                                    format!("comparing {} with {} is always false", ta.name(), tb.name()),
+                                )
+                                .with_note("values of different kinds never compare"),
+                            );
+                        }
+                        (Node::Cmp(*op, Box::new(na), Box::new(nb)), Ty::Bool)
+                    }
+                    op => {
+                        for (t, x) in [(ta, a), (tb, b)] {
+                            if matches!(t, Ty::Str | Ty::Bool) {
+                                self.error(
+                                    x.span(),
+                                    format!("`{}` needs numbers, but this is {}", op.symbol(), t.name()),
+                                );
+                            }
+                        }
+                        let node = match (&na, &nb) {
+                            (Node::Const(x), Node::Const(y)) => Node::Const(ops::arith(*op, *x, *y)),
+                            _ => Node::Arith(*op, Box::new(na), Box::new(nb)),
+                        };
+                        (node, ta.arith(tb))
+                    }
+                }
+            }
+        }
+    }
+
+    fn count(&mut self, v: &Ident, ctx: Ctx) -> (Node, Ty) {
+        match self.pos_index(&v.name) {
+            Some(p) => (Node::CountReg(self.reg(RegKey::Count(p))), Ty::Int),
+            None => {
+                self.error(v.span, format!("count of `{}`: a NOT variable binds no events", v.name));
+                let _ = ctx;
+                (Node::Const(Value::Null), Ty::Any)
+            }
+        }
+    }
+
+    fn aggregate(&mut self, f: AggFn, v: &Ident, field: &Ident, span: Span, ctx: Ctx) -> (Node, Ty) {
+        let Some(p) = self.pos_index(&v.name) else {
+            self.error(v.span, format!("{} of `{}`: a NOT variable binds no events", f.name(), v.name));
+            return (Node::Const(Value::Null), Ty::Any);
+        };
+        let var = self.pos_var(p);
+        if !matches!(self.vars[var].kind, VarKind::Pos { quant, .. } if quant.is_kleene()) {
+            self.diags.push(
+                Diagnostic::error(
+                    span,
+                    format!("{} needs a Kleene variable, but `{}` binds one event", f.name(), v.name),
+                )
+                .with_note(format!(
+                    "declare it with `+` or `*` to bind several events, or use `{}.{}`",
+                    v.name, field.name
+                )),
+            );
+            return (Node::Const(Value::Null), Ty::Any);
+        }
+        let _ = ctx;
+        let types = self.vars[var].types.clone();
+        let Some(fid) =
+            self.field(&field.name, field.span, &types, false).map(SlotKey::Field).or_else(|| special(&field.name))
+        else {
+            return (Node::Const(Value::Null), Ty::Any);
+        };
+        let ty = self.field_ty(fid, &types);
+        if matches!(f, AggFn::Sum | AggFn::Avg) && matches!(ty, Ty::Str | Ty::Bool) {
+            self.error(span, format!("{} needs numbers, but `{}.{}` is {}", f.name(), v.name, field.name, ty.name()));
+        }
+        match f {
+            AggFn::Sum => {
+                let r = self.reg(RegKey::Sum(p, fid));
+                (Node::Reg(r), if ty == Ty::Int { Ty::Int } else { ty.arith(Ty::Int) })
+            }
+            AggFn::Avg => {
+                let r = self.reg(RegKey::Sum(p, fid));
+                (Node::Avg(r), Ty::Float)
+            }
+            AggFn::Min => (Node::Reg(self.reg(RegKey::Min(p, fid))), ty),
+            AggFn::Max => (Node::Reg(self.reg(RegKey::Max(p, fid))), ty),
+            AggFn::First => (Node::Reg(self.reg(RegKey::First(p, fid))), ty),
+            AggFn::Last => (Node::Reg(self.reg(RegKey::Last(p, fid))), ty),
+        }
+    }
+
+    /// `v.f`, `v[idx].f`, `v.LEN`, and with `prev = Some(n)` `PREV(…, n)`.
+    fn reference(&mut self, r: &ast::Ref, prev: Option<u32>, ctx: Ctx) -> (Node, Ty) {
+        let null = (Node::Const(Value::Null), Ty::Any);
+        let var = self.var_index(&r.var.name).expect("checked");
+        let types = self.vars[var].types.clone();
+        let kind = self.vars[var].kind.clone();
+        // The attribute: a frame slot key, or LEN.
+        let slot_key = match &r.attr {
+            Attr::Len => {
+                if prev.is_some() {
+                    self.error(r.span, "PREV needs a field, not LEN");
+                    return null;
+                }
+                None
+            }
+            Attr::Field(f) => {
+                let key = match special(&f.name) {
+                    Some(k) if self.schema.lookup(&f.name).is_none() => k,
+                    _ => match self.field(&f.name, f.span, &types, false) {
+                        Some(fid) => SlotKey::Field(fid),
+                        None => return null,
+                    },
+                };
+                Some(match (key, prev) {
+                    (SlotKey::Field(fid), Some(n)) => SlotKey::Prev(fid, n),
+                    (SlotKey::Ts, Some(n)) => SlotKey::PrevTs(n),
+                    (SlotKey::Type, Some(_)) => {
+                        self.error(r.span, "PREV of `type` is not supported");
+                        return null;
+                    }
+                    (k, _) => k,
+                })
+            }
+        };
+        let ty = slot_key.map_or(Ty::Int, |k| self.field_ty(k, &types));
+        match kind {
+            VarKind::Neg { .. } | VarKind::Trailing => {
+                if ctx != (Ctx::Negation { var }) {
+                    self.error(
+                        r.span,
+                        format!("`{}` is a NOT variable: only its own conditions can read it", r.var.name),
+                    );
+                    return null;
+                }
+                if r.index != Index::None {
+                    self.error(r.span, format!("`{}` is a NOT variable: it cannot be indexed", r.var.name));
+                    return null;
+                }
+                match slot_key {
+                    None => {
+                        self.error(r.span, format!("`{}` is a NOT variable: it has no LEN", r.var.name));
+                        null
+                    }
+                    Some(k) => (Node::Slot(self.slot(k)), ty),
+                }
+            }
+            VarKind::Pos { idx, quant } => {
+                let kleene = quant.is_kleene();
+                if !kleene && r.index != Index::None {
+                    self.diags.push(
+                        Diagnostic::error(r.span, format!("`{}` binds one event and cannot be indexed", r.var.name))
+                            .with_note(format!(
+                                "only Kleene variables (`+`, `*`) are indexed; write `{}.…`",
+                                r.var.name
+                            )),
+                    );
+                    return null;
+                }
+                if let Index::Len(w) = &r.index
+                    && w.name != r.var.name
+                {
+                    self.error(w.span, format!("only `{0}[{0}.LEN]` is supported as a length index", r.var.name));
+                    return null;
+                }
+                let own = ctx == Ctx::Own(idx);
+                if matches!(r.index, Index::I | Index::IMinus1) && !own {
+                    self.diags.push(
+                        Diagnostic::error(
+                            r.span,
+                            format!(
+                                "`{}[i]` and `{}[i-1]` can only be used in conditions on `{}` itself",
+                                r.var.name, r.var.name, r.var.name
+                            ),
+                        )
+                        .with_note(format!("in later elements use `{0}[1]`, `{0}[{0}.LEN]` or aggregates", r.var.name)),
+                    );
+                    return null;
+                }
+                let Some(key) = slot_key else {
+                    return (Node::CountReg(self.reg(RegKey::Count(idx))), Ty::Int);
+                };
+                let node = match (&r.index, own) {
+                    (Index::None | Index::I, true) => Node::Slot(self.slot(key)),
+                    (Index::IMinus1, _) | (Index::Len(_), _) => Node::Reg(self.reg(RegKey::Last(idx, key))),
+                    (Index::None, false) => Node::Reg(self.reg(RegKey::Last(idx, key))),
+                    (Index::Const(k), true) => {
+                        let k = u32::try_from(*k).unwrap_or(u32::MAX);
+                        let count = self.reg(RegKey::Count(idx));
+                        let nth = Some(if k == 1 {
+                            self.reg(RegKey::First(idx, key))
+                        } else {
+                            self.reg(RegKey::Nth(idx, k, key))
+                        });
+                        let cand = self.slot(key);
+                        Node::NthOwn { count, nth, k, cand }
+                    }
+                    (Index::Const(k), false) => {
+                        let k = u32::try_from(*k).unwrap_or(u32::MAX);
+                        Node::Reg(if k == 1 {
+                            self.reg(RegKey::First(idx, key))
+                        } else {
+                            self.reg(RegKey::Nth(idx, k, key))
+                        })
+                    }
+                    (Index::I, false) => unreachable!("rejected above"),
+                };
+                (node, ty)
+            }
+        }
+    }
+}
+
+fn single(k: Kind) -> KindSet {
+    let mut s = KindSet::default();
+    s.insert(k);
+    s
+}
+
+/// `ts` and `type` read the event's own timestamp and type.
+fn special(name: &str) -> Option<SlotKey> {
+    match name {
+        "ts" => Some(SlotKey::Ts),
+        "type" => Some(SlotKey::Type),
+        _ => None,
+    }
+}
+
+fn type_test(types: &[Sym]) -> TypeTest<Event> {
+    match *types {
+        [t] => Box::new(move |e: &Event| e.ty == t),
+        [a, b] => Box::new(move |e: &Event| e.ty == a || e.ty == b),
+        _ => {
+            let ts = types.to_vec();
+            Box::new(move |e: &Event| ts.contains(&e.ty))
+        }
+    }
+}

@@ -1,0 +1,163 @@
+//! Diagnostics: errors and warnings with byte spans, rendered for humans.
+//!
+//! Every stage of the front end (lexer, parser, semantic checks, compiler)
+//! reports a [`Diagnostic`]; the `cep` binary renders it with
+//! [`Diagnostic::render`]: `FILE:LINE:COL`, the message, the source line and
+//! a caret under the span.
+
+use std::fmt;
+
+/// A half-open byte range `[start, end)` in the query source.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
+pub struct Span {
+    /// First byte.
+    pub start: u32,
+    /// One past the last byte.
+    pub end: u32,
+}
+
+impl Span {
+    /// A span from byte offsets.
+    pub fn new(start: usize, end: usize) -> Span {
+        Span { start: start as u32, end: end as u32 }
+    }
+
+    /// The smallest span covering both.
+    pub fn to(self, other: Span) -> Span {
+        Span { start: self.start.min(other.start), end: self.end.max(other.end) }
+    }
+}
+
+/// Error or warning.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Severity {
+    /// The query cannot run.
+    Error,
+    /// The query runs, but probably not as meant.
+    Warning,
+}
+
+/// A message about a place in the query.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Diagnostic {
+    /// Error or warning.
+    pub severity: Severity,
+    /// What is wrong, in one sentence.
+    pub message: String,
+    /// Where.
+    pub span: Span,
+    /// Further explanation (what was expected, a hint).
+    pub notes: Vec<String>,
+}
+
+impl Diagnostic {
+    /// An error at `span`.
+    pub fn error(span: Span, message: impl Into<String>) -> Diagnostic {
+        Diagnostic { severity: Severity::Error, message: message.into(), span, notes: Vec::new() }
+    }
+
+    /// A warning at `span`.
+    pub fn warning(span: Span, message: impl Into<String>) -> Diagnostic {
+        Diagnostic { severity: Severity::Warning, message: message.into(), span, notes: Vec::new() }
+    }
+
+    /// Adds a note.
+    pub fn with_note(mut self, note: impl Into<String>) -> Diagnostic {
+        self.notes.push(note.into());
+        self
+    }
+
+    /// Whether this is an error.
+    pub fn is_error(&self) -> bool {
+        self.severity == Severity::Error
+    }
+
+    /// 1-based line and column (in characters) of the span start.
+    pub fn line_col(&self, source: &str) -> (usize, usize) {
+        line_col(source, self.span.start as usize)
+    }
+
+    /// Renders as
+    ///
+    /// ```text
+    /// error: q.cep:2:18: expected `,` or `)`, found `WITHIN`
+    ///   2 | PATTERN SEQ(A a WITHIN 5
+    ///     |                 ^^^^^^
+    /// ```
+    ///
+    /// # Examples
+    /// ```
+    /// use cep_nfa::diag::{Diagnostic, Span};
+    /// let d = Diagnostic::error(Span::new(8, 11), "unknown type `Tck`");
+    /// let text = d.render("PATTERN Tck t", "q.cep");
+    /// assert!(text.starts_with("error: q.cep:1:9: unknown type `Tck`\n"));
+    /// assert!(text.contains("        ^^^"));
+    /// ```
+    pub fn render(&self, source: &str, file: &str) -> String {
+        let (line, col) = self.line_col(source);
+        let word = match self.severity {
+            Severity::Error => "error",
+            Severity::Warning => "warning",
+        };
+        let mut out = format!("{word}: {file}:{line}:{col}: {}\n", self.message);
+        let start = (self.span.start as usize).min(source.len());
+        let line_start = source[..start].rfind('\n').map_or(0, |i| i + 1);
+        let line_end = source[start..].find('\n').map_or(source.len(), |i| start + i);
+        let text = source[line_start..line_end].trim_end_matches('\r');
+        let gutter = line.to_string();
+        let pad = " ".repeat(gutter.len());
+        out.push_str(&format!(" {gutter} | {text}\n"));
+        let caret_start = source[line_start..start].chars().count();
+        let end = (self.span.end as usize).clamp(start, line_end);
+        let width = source[start..end].chars().count().max(1);
+        out.push_str(&format!(" {pad} | {}{}\n", " ".repeat(caret_start), "^".repeat(width)));
+        for note in &self.notes {
+            out.push_str(&format!(" {pad} = {note}\n"));
+        }
+        out
+    }
+}
+
+impl fmt::Display for Diagnostic {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{} (bytes {}..{})", self.message, self.span.start, self.span.end)
+    }
+}
+
+impl std::error::Error for Diagnostic {}
+
+/// 1-based line and column (in characters) of a byte offset.
+pub fn line_col(source: &str, offset: usize) -> (usize, usize) {
+    let offset = offset.min(source.len());
+    let before = &source[..offset];
+    let line = before.matches('\n').count() + 1;
+    let line_start = before.rfind('\n').map_or(0, |i| i + 1);
+    (line, before[line_start..].chars().count() + 1)
+}
+
+/// All diagnostics of a compilation, errors first.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Diagnostics(pub Vec<Diagnostic>);
+
+impl Diagnostics {
+    /// Whether any is an error.
+    pub fn has_errors(&self) -> bool {
+        self.0.iter().any(Diagnostic::is_error)
+    }
+
+    /// Renders all, in order.
+    pub fn render(&self, source: &str, file: &str) -> String {
+        self.0.iter().map(|d| d.render(source, file)).collect()
+    }
+}
+
+impl fmt::Display for Diagnostics {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        for d in &self.0 {
+            writeln!(f, "{d}")?;
+        }
+        Ok(())
+    }
+}
+
+impl std::error::Error for Diagnostics {}

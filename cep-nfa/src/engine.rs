@@ -1,0 +1,965 @@
+//! The run engine: one NFA run per partial match, over the shared buffer.
+//!
+//! Per event, in event-time order: fire the deadlines it passes (window
+//! expiry, trailing-`NOT` quiet periods), find the event's partition (one
+//! hash lookup), build its frame once, then offer it to every live run of
+//! the partition. A run whose next event may bind an element (a Kleene loop
+//! or a forward edge) spawns a child for each such binding; whether the run
+//! itself survives depends on the strategy: always under
+//! skip-till-any-match, only when the event was irrelevant to it under
+//! skip-till-next-match, never under strict contiguity. Runs that reach an
+//! accepting element produce matches (or pending matches awaiting a quiet
+//! period); selection and after-match skip are applied to the matches that
+//! become final at the same moment.
+//!
+//! A run is a small plain struct in a `Vec` (state, start, last binding,
+//! deadline, a buffer node); its registers live beside it in a flat `Vec`.
+//! Runs of one partition sit together; partitions are found through one
+//! map from key to a dense index. Deadlines are kept per partition (its
+//! earliest), in a binary heap of (deadline, partition) — the timing-wheel
+//! issue replaces it.
+
+use std::cmp::{Ordering, Reverse};
+use std::collections::{BinaryHeap, VecDeque};
+
+use ahash::AHashMap;
+use cep_core::{Event, Match, Timestamp, Value};
+
+use crate::buffer::{Buffer, NIL, Node, NodeId};
+use crate::program::{FrameSlot, Program, RegOp, RegUpdate, Selection, SkipTo, Strategy, Window};
+
+/// What the engine needs from an event besides the program's closures.
+pub trait StreamEvent {
+    /// Event time.
+    fn timestamp(&self) -> Timestamp;
+    /// The event's row number in its input, if it has one; otherwise the
+    /// engine numbers events in push order.
+    fn row(&self) -> Option<u64> {
+        None
+    }
+}
+
+impl StreamEvent for Event {
+    fn timestamp(&self) -> Timestamp {
+        self.ts
+    }
+    fn row(&self) -> Option<u64> {
+        Some(self.row)
+    }
+}
+
+/// An event older than the watermark: it can no longer be processed in
+/// event-time order.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct LateEvent {
+    /// The event's timestamp.
+    pub ts: Timestamp,
+    /// The watermark it fell behind.
+    pub watermark: Timestamp,
+}
+
+impl std::fmt::Display for LateEvent {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "event at ts {} is behind the watermark {}", self.ts, self.watermark)
+    }
+}
+
+impl std::error::Error for LateEvent {}
+
+/// Counters and gauges of an engine.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Stats {
+    /// Events pushed (late ones excluded).
+    pub events: u64,
+    /// Matches emitted.
+    pub matches: u64,
+    /// Live runs (partial matches).
+    pub runs: usize,
+    /// Matches waiting for a quiet period.
+    pub pending: usize,
+    /// Live buffer nodes.
+    pub nodes: usize,
+    /// Partitions seen.
+    pub partitions: usize,
+}
+
+#[derive(Clone, Copy, Debug)]
+struct Run {
+    /// Last bound element.
+    elem: u16,
+    /// Smallest `after` of a negation triggered since the last binding:
+    /// forward edges to elements beyond it are blocked.
+    block_at: u16,
+    /// Events bound to `elem`.
+    count: u32,
+    start_ts: Timestamp,
+    last_ts: Timestamp,
+    start_pos: u64,
+    last_pos: u64,
+    /// After this ts the run can bind nothing (for a pending match: `end`).
+    expires: Timestamp,
+    /// After this position the run can bind nothing.
+    expires_pos: u64,
+    node: NodeId,
+}
+
+/// Runs with their registers, `stride` values each.
+#[derive(Debug, Default)]
+struct RunSet {
+    runs: Vec<Run>,
+    regs: Vec<Value>,
+    stride: usize,
+}
+
+impl RunSet {
+    fn new(stride: usize) -> RunSet {
+        RunSet { runs: Vec::new(), regs: Vec::new(), stride }
+    }
+
+    fn push(&mut self, run: Run, regs: &[Value]) {
+        self.runs.push(run);
+        self.regs.extend_from_slice(regs);
+    }
+
+    fn regs(&self, i: usize) -> &[Value] {
+        &self.regs[i * self.stride..(i + 1) * self.stride]
+    }
+
+    fn len(&self) -> usize {
+        self.runs.len()
+    }
+
+    /// Moves run `from` to slot `to` (`to <= from`).
+    fn move_to(&mut self, from: usize, to: usize) {
+        if from != to {
+            self.runs[to] = self.runs[from];
+            let s = self.stride;
+            self.regs.copy_within(from * s..(from + 1) * s, to * s);
+        }
+    }
+
+    fn truncate(&mut self, n: usize) {
+        self.runs.truncate(n);
+        self.regs.truncate(n * self.stride);
+    }
+
+    fn append(&mut self, other: &mut RunSet) {
+        self.runs.append(&mut other.runs);
+        self.regs.append(&mut other.regs);
+    }
+
+    /// Removes the runs `drop` selects, releasing their nodes.
+    fn retain(&mut self, buffer: &mut Buffer, mut drop: impl FnMut(&Run) -> bool) {
+        let mut w = 0;
+        for i in 0..self.runs.len() {
+            if drop(&self.runs[i]) {
+                buffer.release(self.runs[i].node);
+            } else {
+                self.move_to(i, w);
+                w += 1;
+            }
+        }
+        self.truncate(w);
+    }
+
+    fn clear(&mut self, buffer: &mut Buffer) {
+        for r in &self.runs {
+            buffer.release(r.node);
+        }
+        self.runs.clear();
+        self.regs.clear();
+    }
+}
+
+/// The last `depth` events' history columns, for `PREV`.
+#[derive(Debug, Default)]
+struct History {
+    vals: Vec<Value>,
+    cols: usize,
+    depth: usize,
+    /// Events recorded (saturating at `depth` for lookups).
+    len: usize,
+    /// Next row to write.
+    head: usize,
+}
+
+impl History {
+    fn new(cols: usize, depth: usize) -> History {
+        History { vals: vec![Value::Null; cols * depth], cols, depth, len: 0, head: 0 }
+    }
+
+    /// Column `col` of the event `n` (≥ 1) positions back.
+    fn get(&self, n: usize, col: usize) -> Value {
+        if n == 0 || n > self.len {
+            return Value::Null;
+        }
+        let row = (self.head + self.depth - n) % self.depth;
+        self.vals[row * self.cols + col]
+    }
+
+    fn push(&mut self, row: impl Iterator<Item = Value>) {
+        if self.depth == 0 {
+            return;
+        }
+        let base = self.head * self.cols;
+        for (i, v) in row.enumerate() {
+            self.vals[base + i] = v;
+        }
+        self.head = (self.head + 1) % self.depth;
+        self.len = (self.len + 1).min(self.depth);
+    }
+}
+
+/// Candidate events of deferred negations: (position, which negations'
+/// types accept it, its frame).
+#[derive(Debug, Default)]
+struct NegLog {
+    pos: VecDeque<(u64, u64)>,
+    frames: VecDeque<Value>,
+}
+
+#[derive(Debug)]
+struct Partition {
+    key: Value,
+    runs: RunSet,
+    pending: RunSet,
+    next_pos: u64,
+    history: History,
+    log: NegLog,
+    /// The deadline this partition is in the heap under (`MAX`: none).
+    scheduled: Timestamp,
+}
+
+/// A match that became final, before selection and skipping.
+#[derive(Debug)]
+struct Done {
+    part: u32,
+    node: NodeId,
+    start: Timestamp,
+    end: Timestamp,
+    start_pos: u64,
+    last_pos: u64,
+    rows: Vec<u64>,
+    ends: Vec<u32>,
+    /// (element, position) of every binding, for skip ranges.
+    positions: Vec<(u16, u64)>,
+    discarded: bool,
+}
+
+/// The run engine for one query.
+///
+/// # Examples
+/// ```
+/// use cep_core::{Event, Schema, Sym, Value};
+/// use cep_nfa::compile::{compile, Options};
+/// use cep_nfa::engine::Engine;
+///
+/// let mut schema = Schema::new();
+/// let x = schema.field("x");
+/// let q = compile("PATTERN SEQ(A a, B b) WHERE b.x > a.x", &mut schema, &Options::default()).unwrap();
+/// let mut engine = Engine::new(q.programs.into_iter().next().unwrap());
+/// let ev = |ty: &str, ts, row, v| Event::new(Sym::new(ty), ts, row, vec![Value::Int(v)]);
+/// engine.push(&ev("A", 1, 0, 5)).unwrap();
+/// engine.push(&ev("B", 2, 1, 3)).unwrap();   // not above 5: skipped
+/// engine.push(&ev("B", 3, 2, 7)).unwrap();
+/// engine.finish();
+/// let rows: Vec<Vec<u64>> = engine.drain().map(|m| m.rows).collect();
+/// assert_eq!(rows, [vec![0, 2]]);
+/// assert_eq!(engine.stats().nodes, 0);
+/// # let _ = x;
+/// ```
+#[derive(Debug)]
+pub struct Engine<E> {
+    prog: Program<E>,
+    parts: Vec<Partition>,
+    index: AHashMap<Value, u32>,
+    buffer: Buffer,
+    timers: BinaryHeap<Reverse<(Timestamp, u32)>>,
+    watermark: Timestamp,
+    seq: u64,
+    out: VecDeque<Match>,
+    stats: Stats,
+    // Scratch, reused across events.
+    frame: Vec<Value>,
+    acc: Vec<bool>,
+    neg_acc: Vec<bool>,
+    null_regs: Vec<Value>,
+    child_regs: Vec<Value>,
+    extra: RunSet,
+    done: Vec<Done>,
+    path: Vec<Node>,
+    done_runs: Vec<Run>,
+    deferred_mask: u64,
+}
+
+impl<E: StreamEvent> Engine<E> {
+    /// An engine for `prog`.
+    pub fn new(prog: Program<E>) -> Engine<E> {
+        let stride = prog.regs;
+        let n = prog.elements.len();
+        let nneg = prog.negations.len();
+        assert!(nneg <= 64, "at most 64 negations per query");
+        let deferred_mask =
+            prog.negations.iter().enumerate().filter(|(_, g)| g.deferred.is_some()).fold(0u64, |m, (i, _)| m | 1 << i);
+        Engine {
+            parts: Vec::new(),
+            index: AHashMap::new(),
+            buffer: Buffer::default(),
+            timers: BinaryHeap::new(),
+            watermark: Timestamp::MIN,
+            seq: 0,
+            out: VecDeque::new(),
+            stats: Stats::default(),
+            frame: vec![Value::Null; prog.frame.len()],
+            acc: vec![false; n],
+            neg_acc: vec![false; nneg],
+            null_regs: vec![Value::Null; stride],
+            child_regs: vec![Value::Null; stride],
+            extra: RunSet::new(stride),
+            done: Vec::new(),
+            path: Vec::new(),
+            done_runs: Vec::new(),
+            deferred_mask,
+            prog,
+        }
+    }
+
+    /// The program.
+    pub fn program(&self) -> &Program<E> {
+        &self.prog
+    }
+
+    /// The current watermark (`i64::MIN` before any event).
+    pub fn watermark(&self) -> Timestamp {
+        self.watermark
+    }
+
+    /// Counters and gauges.
+    pub fn stats(&self) -> Stats {
+        let mut s = self.stats;
+        s.runs = self.parts.iter().map(|p| p.runs.len()).sum();
+        s.pending = self.parts.iter().map(|p| p.pending.len()).sum();
+        s.nodes = self.buffer.len();
+        s.partitions = self.parts.len();
+        s
+    }
+
+    /// Matches emitted and not yet taken.
+    pub fn drain(&mut self) -> std::collections::vec_deque::Drain<'_, Match> {
+        self.out.drain(..)
+    }
+
+    /// Takes the oldest match not yet taken.
+    pub fn pop(&mut self) -> Option<Match> {
+        self.out.pop_front()
+    }
+
+    /// Processes one event. Events must come in non-decreasing `ts` order
+    /// (ties in arrival order); an event behind the watermark is rejected.
+    pub fn push(&mut self, e: &E) -> Result<(), LateEvent> {
+        let ts = e.timestamp();
+        if ts < self.watermark {
+            return Err(LateEvent { ts, watermark: self.watermark });
+        }
+        self.advance(ts);
+        let row = e.row().unwrap_or(self.seq);
+        self.seq += 1;
+        self.stats.events += 1;
+        let prog = &self.prog;
+        let mut any = false;
+        for (a, el) in self.acc.iter_mut().zip(&prog.elements) {
+            *a = (el.accepts)(e);
+            any |= *a;
+        }
+        for (a, g) in self.neg_acc.iter_mut().zip(&prog.negations) {
+            *a = (g.accepts)(e);
+            any |= *a;
+        }
+        let trail_acc = prog.trailing.as_ref().is_some_and(|t| (t.accepts)(e));
+        any |= trail_acc;
+        let key = prog.key.as_ref().map_or(Value::Null, |(_, k)| k(e));
+        let pid = match self.index.get(&key) {
+            Some(&p) => p,
+            None => {
+                let p = self.parts.len() as u32;
+                self.parts.push(Partition {
+                    key,
+                    runs: RunSet::new(prog.regs),
+                    pending: RunSet::new(prog.regs),
+                    next_pos: 0,
+                    history: History::new(prog.history.len(), prog.history_depth),
+                    log: NegLog::default(),
+                    scheduled: Timestamp::MAX,
+                });
+                self.index.insert(key, p);
+                p
+            }
+        };
+        self.process(pid, e, ts, row, any, trail_acc);
+        Ok(())
+    }
+
+    /// Moves the watermark to `wm`: every deadline before it fires. The
+    /// watermark never moves back.
+    pub fn advance(&mut self, wm: Timestamp) {
+        if wm <= self.watermark {
+            return;
+        }
+        while let Some(&Reverse((d, pid))) = self.timers.peek() {
+            if d >= wm {
+                break;
+            }
+            self.timers.pop();
+            let part = &mut self.parts[pid as usize];
+            if part.scheduled != d {
+                continue;
+            }
+            part.scheduled = Timestamp::MAX;
+            self.sweep(pid, wm);
+        }
+        self.watermark = wm;
+        self.emit_done();
+    }
+
+    /// Ends the input: every pending match becomes final and all state is
+    /// released (the buffer is empty afterwards).
+    pub fn finish(&mut self) {
+        if self.watermark < Timestamp::MAX {
+            self.advance(Timestamp::MAX);
+        }
+        for pid in 0..self.parts.len() {
+            let part = &mut self.parts[pid];
+            part.runs.clear(&mut self.buffer);
+            let pending = std::mem::replace(&mut part.pending, RunSet::new(self.prog.regs));
+            for r in pending.runs {
+                self.queue_done(pid as u32, &r);
+            }
+            self.parts[pid].log = NegLog::default();
+        }
+        self.timers.clear();
+        self.emit_done();
+    }
+
+    /// Drops expired runs and collects due pending matches of a partition.
+    fn sweep(&mut self, pid: u32, wm: Timestamp) {
+        let part = &mut self.parts[pid as usize];
+        part.runs.retain(&mut self.buffer, |r| r.expires < wm);
+        let mut due = Vec::new();
+        let mut w = 0;
+        for i in 0..part.pending.len() {
+            let r = part.pending.runs[i];
+            if r.expires < wm {
+                due.push(r);
+            } else {
+                part.pending.move_to(i, w);
+                w += 1;
+            }
+        }
+        part.pending.truncate(w);
+        for r in due {
+            self.queue_done(pid, &r);
+        }
+        self.reschedule(pid);
+    }
+
+    fn reschedule(&mut self, pid: u32) {
+        let part = &mut self.parts[pid as usize];
+        let d = part.runs.runs.iter().chain(&part.pending.runs).map(|r| r.expires).min().unwrap_or(Timestamp::MAX);
+        if d < part.scheduled {
+            part.scheduled = d;
+            self.timers.push(Reverse((d, pid)));
+        }
+    }
+
+    /// Turns a final run into a [`Done`] (taking over its node reference).
+    fn queue_done(&mut self, pid: u32, r: &Run) {
+        self.buffer.path(r.node, &mut self.path);
+        let n = self.prog.elements.len();
+        let mut rows = Vec::with_capacity(self.path.len());
+        let mut ends = vec![0u32; n];
+        let mut positions = Vec::with_capacity(self.path.len());
+        for node in &self.path {
+            rows.push(node.row);
+            ends[node.elem as usize] += 1;
+            positions.push((node.elem, node.pos));
+        }
+        let mut acc = 0;
+        for e in ends.iter_mut() {
+            acc += *e;
+            *e = acc;
+        }
+        let end = match &self.prog.trailing {
+            Some(_) => r.expires,
+            None => r.last_ts,
+        };
+        self.done.push(Done {
+            part: pid,
+            node: r.node,
+            start: r.start_ts,
+            end,
+            start_pos: r.start_pos,
+            last_pos: r.last_pos,
+            rows,
+            ends,
+            positions,
+            discarded: false,
+        });
+    }
+
+    fn process(&mut self, pid: u32, e: &E, ts: Timestamp, row: u64, any: bool, trail_acc: bool) {
+        let Engine {
+            prog,
+            parts,
+            buffer,
+            frame,
+            acc,
+            neg_acc,
+            null_regs,
+            child_regs,
+            extra,
+            done_runs,
+            deferred_mask,
+            ..
+        } = self;
+        let part = &mut parts[pid as usize];
+        let pos = part.next_pos;
+        part.next_pos += 1;
+        if any {
+            for (slot, f) in frame.iter_mut().zip(&prog.frame) {
+                *slot = match f {
+                    FrameSlot::Field(x) => x(e),
+                    FrameSlot::Prev { col, n } => part.history.get(*n, *col),
+                };
+            }
+        }
+
+        // 1. A trailing negation kills pending matches whose quiet period it falls in.
+        if trail_acc && let Some(t) = &prog.trailing {
+            let mut w = 0;
+            for i in 0..part.pending.len() {
+                let r = part.pending.runs[i];
+                let kill = ts <= r.expires && t.conds.iter().all(|c| (c.pred)(e, frame, part.pending.regs(i)));
+                if kill {
+                    buffer.release(r.node);
+                } else {
+                    part.pending.move_to(i, w);
+                    w += 1;
+                }
+            }
+            part.pending.truncate(w);
+        }
+
+        // 2. Offer the event to every live run.
+        let strategy = prog.strategy;
+        let stride = prog.regs;
+        let g = &prog.graph;
+        let n = part.runs.len();
+        let mut w = 0;
+        for i in 0..n {
+            let mut run = part.runs.runs[i];
+            if run.expires < ts || run.expires_pos < pos {
+                buffer.release(run.node);
+                continue;
+            }
+            let k = run.elem as usize;
+            let mut relevant = false;
+            if any {
+                let regs = &part.runs.regs[i * stride..(i + 1) * stride];
+                let mut left_ok: Option<bool> = None;
+                for &j in &g.cands[k] {
+                    let j = j as usize;
+                    if !acc[j] || !window_ok(prog, &run, j, ts, pos) {
+                        continue;
+                    }
+                    if j != k {
+                        let ok = *left_ok.get_or_insert_with(|| completions_ok(prog, k, k + 1, regs));
+                        if !ok || !completions_ok(prog, k + 1, j, regs) {
+                            continue;
+                        }
+                    }
+                    let count_before = if j == k { run.count } else { 0 };
+                    if !conds_ok(prog, j, e, frame, regs, count_before) {
+                        continue;
+                    }
+                    relevant = true;
+                    if (run.block_at as usize) < j {
+                        continue;
+                    }
+                    child_regs.copy_from_slice(regs);
+                    let step = Step { frame, ts, pos, row };
+                    if let Some(child) = bind(prog, buffer, &part.log, step, child_regs, Some(&run), j, count_before) {
+                        settle(prog, buffer, child, child_regs, &part.log, extra, &mut part.pending, done_runs);
+                    }
+                }
+            }
+            let keep = match strategy {
+                Strategy::AnyMatch => true,
+                Strategy::NextMatch => !relevant,
+                Strategy::Strict => false,
+            };
+            if !keep {
+                buffer.release(run.node);
+                continue;
+            }
+            if any && !neg_acc.is_empty() {
+                let regs = &part.runs.regs[i * stride..(i + 1) * stride];
+                for (gi, neg) in prog.negations.iter().enumerate() {
+                    if !neg_acc[gi] || neg.deferred.is_some() || neg.after < k || neg.after >= run.block_at as usize {
+                        continue;
+                    }
+                    if neg.early.iter().all(|c| (c.pred)(e, frame, regs)) {
+                        run.block_at = neg.after as u16;
+                    }
+                }
+                // Not Kleene and every forward edge blocked: the run is dead.
+                if !g.kleene[k] && g.next[k].first().is_some_and(|&j| (run.block_at as usize) < j as usize) {
+                    buffer.release(run.node);
+                    continue;
+                }
+            }
+            part.runs.runs[i] = run;
+            part.runs.move_to(i, w);
+            w += 1;
+        }
+        part.runs.truncate(w);
+
+        // 3. The event may start new partial matches.
+        if any {
+            for &j in &g.start {
+                let j = j as usize;
+                if !acc[j] || !completions_ok(prog, 0, j, null_regs) || !conds_ok(prog, j, e, frame, null_regs, 0) {
+                    continue;
+                }
+                child_regs.copy_from_slice(null_regs);
+                let step = Step { frame, ts, pos, row };
+                if let Some(child) = bind(prog, buffer, &part.log, step, child_regs, None, j, 0) {
+                    settle(prog, buffer, child, child_regs, &part.log, extra, &mut part.pending, done_runs);
+                }
+            }
+        }
+        part.runs.append(extra);
+
+        // 4. Bookkeeping: the negation log, PREV history, deadlines.
+        if *deferred_mask != 0 {
+            let mask = neg_acc
+                .iter()
+                .enumerate()
+                .filter(|(i, a)| **a && *deferred_mask >> i & 1 == 1)
+                .fold(0u64, |m, (i, _)| m | 1 << i);
+            if mask != 0 {
+                part.log.pos.push_back((pos, mask));
+                part.log.frames.extend(frame.iter().copied());
+            }
+            let min_start = part.runs.runs.iter().map(|r| r.start_pos).min().unwrap_or(u64::MAX);
+            while part.log.pos.front().is_some_and(|&(p, _)| p < min_start) {
+                part.log.pos.pop_front();
+                part.log.frames.drain(..frame.len());
+            }
+        }
+        if part.history.depth > 0 {
+            part.history.push(prog.history.iter().map(|h| h(e)));
+        }
+        let mut finished = std::mem::take(&mut self.done_runs);
+        for r in &finished {
+            self.queue_done(pid, r);
+        }
+        finished.clear();
+        self.done_runs = finished;
+        self.reschedule(pid);
+        self.emit_done();
+    }
+
+    /// Emits the queued final matches: selection, order, after-match skip.
+    fn emit_done(&mut self) {
+        if self.done.is_empty() {
+            return;
+        }
+        let mut done = std::mem::take(&mut self.done);
+        if self.prog.select != Selection::All {
+            let latest = self.prog.select == Selection::Latest;
+            done.sort_by(|a, b| {
+                (a.part, a.last_pos).cmp(&(b.part, b.last_pos)).then_with(|| {
+                    let o = cmp_start_rows(a, b);
+                    if latest { o.reverse() } else { o }
+                })
+            });
+            let mut prev: Option<(u32, u64)> = None;
+            for d in done.iter_mut() {
+                let group = Some((d.part, d.last_pos));
+                if group == prev {
+                    d.discarded = true;
+                }
+                prev = group;
+            }
+        }
+        done.sort_by(|a, b| a.end.cmp(&b.end).then_with(|| cmp_start_rows(a, b)));
+        for i in 0..done.len() {
+            if done[i].discarded {
+                continue;
+            }
+            let d = &done[i];
+            let key = self.parts[d.part as usize].key;
+            self.out.push_back(Match {
+                query: 0,
+                key,
+                start: d.start,
+                end: d.end,
+                rows: std::mem::take(&mut done[i].rows),
+                ends: std::mem::take(&mut done[i].ends),
+            });
+            self.stats.matches += 1;
+            let d = &done[i];
+            if let Some((lo, hi)) = skip_range(self.prog.skip, d) {
+                let pid = d.part;
+                let part = &mut self.parts[pid as usize];
+                let hit = |s: u64| lo <= s && s <= hi;
+                part.runs.retain(&mut self.buffer, |r| hit(r.start_pos));
+                part.pending.retain(&mut self.buffer, |r| hit(r.start_pos));
+                for later in done[i + 1..].iter_mut() {
+                    if later.part == pid && hit(later.start_pos) {
+                        later.discarded = true;
+                    }
+                }
+            }
+        }
+        for d in &done {
+            self.buffer.release(d.node);
+        }
+        done.clear();
+        self.done = done;
+    }
+}
+
+/// The event being processed.
+#[derive(Clone, Copy)]
+struct Step<'a> {
+    frame: &'a [Value],
+    ts: Timestamp,
+    pos: u64,
+    row: u64,
+}
+
+/// Positions whose partial matches a skip discards after match `d`.
+fn skip_range(skip: SkipTo, d: &Done) -> Option<(u64, u64)> {
+    let first = d.positions.first()?.1;
+    let last = d.positions.last()?.1;
+    let of = |x: usize| d.positions.iter().filter(move |(e, _)| *e as usize == x).map(|p| p.1);
+    match skip {
+        SkipTo::None => None,
+        SkipTo::NextEvent => Some((first, first)),
+        SkipTo::PastLastEvent => Some((first, last)),
+        SkipTo::First(x) => of(x).next().filter(|&p| p > first).map(|p| (first, p - 1)),
+        SkipTo::Last(x) => of(x).last().filter(|&p| p > first).map(|p| (first, p - 1)),
+    }
+}
+
+fn cmp_start_rows(a: &Done, b: &Done) -> Ordering {
+    a.start.cmp(&b.start).then_with(|| cmp_vars(a, b))
+}
+
+/// Rows compared variable by variable, each as a sequence.
+fn cmp_vars(a: &Done, b: &Done) -> Ordering {
+    let (mut la, mut lb) = (0usize, 0usize);
+    for (ea, eb) in a.ends.iter().zip(&b.ends) {
+        let (ea, eb) = (*ea as usize, *eb as usize);
+        match a.rows[la..ea].cmp(&b.rows[lb..eb]) {
+            Ordering::Equal => {}
+            o => return o,
+        }
+        la = ea;
+        lb = eb;
+    }
+    Ordering::Equal
+}
+
+fn window_ok<E>(prog: &Program<E>, run: &Run, j: usize, ts: Timestamp, pos: u64) -> bool {
+    match prog.window {
+        Some(Window::Time(w)) if ts.saturating_sub(run.start_ts) > w => return false,
+        Some(Window::Events(n)) if pos - run.start_pos > n => return false,
+        _ => {}
+    }
+    if j != run.elem as usize {
+        match prog.elements[j].within {
+            Some(Window::Time(w)) if ts.saturating_sub(run.last_ts) > w => return false,
+            Some(Window::Events(n)) if pos - run.last_pos > n => return false,
+            _ => {}
+        }
+    }
+    true
+}
+
+/// Completion conditions of the elements `lo..hi` hold.
+fn completions_ok<E>(prog: &Program<E>, lo: usize, hi: usize, regs: &[Value]) -> bool {
+    prog.elements[lo..hi].iter().all(|el| el.completion.iter().all(|c| (c.pred)(regs)))
+}
+
+fn conds_ok<E>(prog: &Program<E>, j: usize, e: &E, frame: &[Value], regs: &[Value], count_before: u32) -> bool {
+    prog.elements[j].conds.iter().all(|c| (c.skip_first && count_before == 0) || (c.pred)(e, frame, regs))
+}
+
+/// Whether a deferred negation's region holds a matching candidate.
+fn negated_in_region<E>(prog: &Program<E>, gi: usize, log: &NegLog, regs: &[Value]) -> bool {
+    let neg = &prog.negations[gi];
+    let Some(d) = neg.deferred else { return false };
+    let (Some(lo), Some(hi)) = (regs[d.lo as usize].as_i64(), regs[d.hi as usize].as_i64()) else {
+        return false;
+    };
+    let width = prog.frame.len();
+    log.pos.iter().enumerate().any(|(i, &(p, mask))| {
+        let p = p as i64;
+        if p <= lo || p >= hi || mask >> gi & 1 == 0 {
+            return false;
+        }
+        let frame: Vec<Value> = log.frames.range(i * width..(i + 1) * width).copied().collect();
+        neg.late.iter().all(|c| (c.pred)(&frame, regs))
+    })
+}
+
+/// Binds the event to element `j` as a child of `from` (or as a new
+/// partial match): sets negation regions, runs deferred negation checks,
+/// updates the registers and adds a buffer node. `None` when a deferred
+/// negation rules the binding out.
+#[allow(clippy::too_many_arguments)]
+fn bind<E>(
+    prog: &Program<E>,
+    buffer: &mut Buffer,
+    log: &NegLog,
+    step: Step<'_>,
+    regs: &mut [Value],
+    from: Option<&Run>,
+    j: usize,
+    count_before: u32,
+) -> Option<Run> {
+    if let Some(r) = from {
+        let k = r.elem as usize;
+        for neg in &prog.negations {
+            if let Some(d) = neg.deferred
+                && k <= neg.after
+                && neg.after < j
+            {
+                regs[d.lo as usize] = Value::Int(r.last_pos as i64);
+                regs[d.hi as usize] = Value::Int(step.pos as i64);
+            }
+        }
+        for (gi, neg) in prog.negations.iter().enumerate() {
+            if let Some(d) = neg.deferred
+                && k <= d.check_after
+                && d.check_after < j
+                && negated_in_region(prog, gi, log, regs)
+            {
+                return None;
+            }
+        }
+    }
+    apply_updates(&prog.elements[j].updates, regs, step.frame, count_before);
+    let node = buffer.push(from.map_or(NIL, |r| r.node), j as u16, step.row, step.pos);
+    let mut run = Run {
+        elem: j as u16,
+        block_at: u16::MAX,
+        count: count_before + 1,
+        start_ts: from.map_or(step.ts, |r| r.start_ts),
+        last_ts: step.ts,
+        start_pos: from.map_or(step.pos, |r| r.start_pos),
+        last_pos: step.pos,
+        expires: Timestamp::MAX,
+        expires_pos: u64::MAX,
+        node,
+    };
+    (run.expires, run.expires_pos) = deadlines(prog, &run);
+    Some(run)
+}
+
+/// After a binding: a complete run becomes a match (or a pending one); a
+/// run that can still grow is kept.
+#[allow(clippy::too_many_arguments)]
+fn settle<E>(
+    prog: &Program<E>,
+    buffer: &mut Buffer,
+    child: Run,
+    regs: &[Value],
+    log: &NegLog,
+    keep: &mut RunSet,
+    pending: &mut RunSet,
+    done: &mut Vec<Run>,
+) {
+    let j = child.elem as usize;
+    let g = &prog.graph;
+    if g.accepting[j] && completions_ok(prog, j, prog.elements.len(), regs) {
+        let negated = prog.negations.iter().enumerate().any(|(gi, neg)| {
+            neg.deferred.is_some_and(|d| d.check_after >= j) && negated_in_region(prog, gi, log, regs)
+        });
+        if !negated {
+            buffer.retain(child.node);
+            match &prog.trailing {
+                Some(t) => {
+                    let mut p = child;
+                    p.expires = child.last_ts.saturating_add(t.quiet);
+                    p.expires_pos = u64::MAX;
+                    pending.push(p, regs);
+                }
+                None => done.push(child),
+            }
+        }
+    }
+    if g.kleene[j] || !g.next[j].is_empty() {
+        keep.push(child, regs);
+    } else {
+        buffer.release(child.node);
+    }
+}
+
+fn apply_updates(updates: &[RegUpdate], regs: &mut [Value], frame: &[Value], count_before: u32) {
+    for u in updates {
+        let r = u.reg as usize;
+        match u.op {
+            RegOp::Count => regs[r] = Value::Int(i64::from(count_before) + 1),
+            RegOp::Last(s) => regs[r] = frame[s as usize],
+            RegOp::First(s) => {
+                if count_before == 0 {
+                    regs[r] = frame[s as usize];
+                }
+            }
+            RegOp::Nth(k, s) => {
+                if count_before + 1 == k {
+                    regs[r] = frame[s as usize];
+                }
+            }
+            RegOp::Sum(s) => {
+                if count_before == 0 {
+                    regs[r] = Value::Null;
+                    regs[r + 1] = Value::Null;
+                }
+                let (sum, n) = crate::compile::ops::sum_step(regs[r], regs[r + 1], frame[s as usize]);
+                regs[r] = sum;
+                regs[r + 1] = n;
+            }
+            RegOp::Min(s) => regs[r] = crate::compile::ops::extreme_step(regs[r], frame[s as usize], Ordering::Less),
+            RegOp::Max(s) => regs[r] = crate::compile::ops::extreme_step(regs[r], frame[s as usize], Ordering::Greater),
+        }
+    }
+}
+
+/// The latest ts and position at which a run can still bind an event.
+fn deadlines<E>(prog: &Program<E>, run: &Run) -> (Timestamp, u64) {
+    let (st, sp) = match prog.window {
+        Some(Window::Time(w)) => (run.start_ts.saturating_add(w), u64::MAX),
+        Some(Window::Events(n)) => (Timestamp::MAX, run.start_pos.saturating_add(n)),
+        None => (Timestamp::MAX, u64::MAX),
+    };
+    let j = run.elem as usize;
+    let mut t = Timestamp::MIN;
+    let mut p = 0u64;
+    for &o in &prog.graph.cands[j] {
+        let (mut ot, mut op) = (st, sp);
+        if o as usize != j {
+            match prog.elements[o as usize].within {
+                Some(Window::Time(w)) => ot = ot.min(run.last_ts.saturating_add(w)),
+                Some(Window::Events(n)) => op = op.min(run.last_pos.saturating_add(n)),
+                None => {}
+            }
+        }
+        t = t.max(ot);
+        p = p.max(op);
+    }
+    (t, p)
+}

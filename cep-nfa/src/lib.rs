@@ -1,0 +1,8 @@
+#![doc = include_str!("../README.md")]
+
+pub mod buffer;
+pub mod compile;
+pub mod diag;
+pub mod engine;
+pub mod program;
+pub mod syntax;

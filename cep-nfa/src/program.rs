@@ -1,0 +1,366 @@
+//! The compiled form of one query: an NFA over positive elements, with
+//! predicates compiled to closures and a register plan.
+//!
+//! A pattern `SEQ(e1, …, en)` compiles to a chain of states, one per positive
+//! element. From the last bound element `k` a run may take the next event
+//! as one more event of `k` (a Kleene loop) or as the first event of any
+//! later element reachable by skipping `*`/`?` elements (forward edges).
+//! `NOT` elements sit on the forward edges they lie between ([`Negation`]);
+//! a trailing `NOT` is a quiet period after acceptance ([`Trailing`]).
+//!
+//! Predicates never see the AST. Each event is first turned into a *frame*:
+//! the few values any predicate reads from a candidate event (fields and
+//! `PREV` values), extracted once per event. Each run carries *registers*:
+//! the values later predicates read from events already bound (a field of
+//! the last event of `a`, `count(b)`, `sum(b.x)`, …), updated when it binds.
+//! A predicate is a closure over (event, frame, registers).
+//!
+//! [`Program`] is generic over the event type: the text compiler
+//! ([`compile`](crate::compile)) builds `Program<cep_core::Event>`; the
+//! [`builder`](crate::builder) builds one over a user's own struct.
+
+use std::fmt;
+
+use cep_core::Value;
+
+pub use crate::syntax::ast::{Quant, Selection, Strategy};
+
+/// Reads one value from an event.
+pub type Extract<E> = Box<dyn Fn(&E) -> Value + Send + Sync>;
+/// Tests an event's type.
+pub type TypeTest<E> = Box<dyn Fn(&E) -> bool + Send + Sync>;
+/// A condition on (event, frame, registers).
+pub type EventPred<E> = Box<dyn Fn(&E, &[Value], &[Value]) -> bool + Send + Sync>;
+/// A condition on (frame, registers): usable without the event itself.
+pub type FramePred = Box<dyn Fn(&[Value], &[Value]) -> bool + Send + Sync>;
+/// A condition on registers only.
+pub type RegPred = Box<dyn Fn(&[Value]) -> bool + Send + Sync>;
+
+/// Index of a register in a run.
+pub type Reg = u16;
+/// Index of a value in an event's frame.
+pub type Slot = u16;
+
+/// A window bound: time in timestamp units, or a count of positions.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Window {
+    /// ts difference at most this.
+    Time(i64),
+    /// position difference at most this.
+    Events(u64),
+}
+
+/// What to discard after a match (LANGUAGE.md §3).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum SkipTo {
+    /// Discard nothing.
+    None,
+    /// Partial matches that started with the match's first event.
+    NextEvent,
+    /// Partial matches that started within the match.
+    PastLastEvent,
+    /// Partial matches that started before the first event of this element.
+    First(usize),
+    /// Partial matches that started before the last event of this element.
+    Last(usize),
+}
+
+/// A predicate with the text it came from (for `cep check`).
+pub struct Cond<E> {
+    /// The test.
+    pub pred: EventPred<E>,
+    /// Not checked for the first event of a Kleene element (it reads an
+    /// earlier event of the same element).
+    pub skip_first: bool,
+    /// Source text, for plans and messages.
+    pub text: String,
+}
+
+/// A condition over registers only, with its text.
+pub struct Completion {
+    /// The test.
+    pub pred: RegPred,
+    /// Source text.
+    pub text: String,
+}
+
+/// How a register changes when its element binds an event.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum RegOp {
+    /// Number of events bound.
+    Count,
+    /// The frame slot of the latest event.
+    Last(Slot),
+    /// The frame slot of the first event.
+    First(Slot),
+    /// The frame slot of the k-th event (1-based).
+    Nth(u32, Slot),
+    /// Sum of non-NULL values; the next register counts them (for `avg`).
+    Sum(Slot),
+    /// Smallest non-NULL value.
+    Min(Slot),
+    /// Largest non-NULL value.
+    Max(Slot),
+}
+
+/// A register and its update.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct RegUpdate {
+    /// Which register.
+    pub reg: Reg,
+    /// How it changes.
+    pub op: RegOp,
+}
+
+/// A positive element: a state of the NFA.
+pub struct Element<E> {
+    /// Variable name.
+    pub var: String,
+    /// Quantifier.
+    pub quant: Quant,
+    /// Accepted type names (for plans).
+    pub types: Vec<String>,
+    /// Type test.
+    pub accepts: TypeTest<E>,
+    /// Conditions on each candidate event.
+    pub conds: Vec<Cond<E>>,
+    /// Conditions on the complete element.
+    pub completion: Vec<Completion>,
+    /// Register updates when an event binds.
+    pub updates: Vec<RegUpdate>,
+    /// The element's own window.
+    pub within: Option<Window>,
+}
+
+/// A negation between two positive elements.
+pub struct Negation<E> {
+    /// Variable name.
+    pub var: String,
+    /// Accepted type names.
+    pub types: Vec<String>,
+    /// Index of the positive element before it: it lies between `after`
+    /// and `after + 1`.
+    pub after: usize,
+    /// Type test.
+    pub accepts: TypeTest<E>,
+    /// Conditions naming only variables bound before it (checked as the
+    /// candidate arrives).
+    pub early: Vec<Cond<E>>,
+    /// Conditions naming later variables; when non-empty the whole negation
+    /// is checked later, against the logged candidates of its region.
+    pub late: Vec<LateCond>,
+    /// With late conditions: the positive element whose completion makes
+    /// them checkable, and the two registers holding the region bounds.
+    pub deferred: Option<Deferred>,
+}
+
+/// Bookkeeping of a negation checked after the fact.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Deferred {
+    /// Checked when the run moves past this positive element (or ends).
+    pub check_after: usize,
+    /// Register holding the region's lower bound (exclusive position).
+    pub lo: Reg,
+    /// Register holding the region's upper bound (exclusive position).
+    pub hi: Reg,
+}
+
+/// A condition of a deferred negation.
+pub struct LateCond {
+    /// The test, over the candidate's frame and the run's registers.
+    pub pred: FramePred,
+    /// Source text.
+    pub text: String,
+}
+
+/// A trailing `NOT v WITHIN d`.
+pub struct Trailing<E> {
+    /// Variable name.
+    pub var: String,
+    /// Accepted type names.
+    pub types: Vec<String>,
+    /// Type test.
+    pub accepts: TypeTest<E>,
+    /// Conditions (every positive variable is bound).
+    pub conds: Vec<Cond<E>>,
+    /// The quiet period, in timestamp units.
+    pub quiet: i64,
+}
+
+/// A value of an event's frame.
+pub enum FrameSlot<E> {
+    /// Read from the event.
+    Field(Extract<E>),
+    /// The value of history column `col` of the event `n` positions earlier
+    /// in the partition.
+    Prev {
+        /// History column.
+        col: usize,
+        /// Positions back (≥ 1).
+        n: usize,
+    },
+}
+
+/// One compiled query.
+pub struct Program<E> {
+    /// Query name.
+    pub name: String,
+    /// Positive elements in order.
+    pub elements: Vec<Element<E>>,
+    /// Middle negations.
+    pub negations: Vec<Negation<E>>,
+    /// The trailing negation.
+    pub trailing: Option<Trailing<E>>,
+    /// Contiguity strategy.
+    pub strategy: Strategy,
+    /// Statement window.
+    pub window: Option<Window>,
+    /// Match selection.
+    pub select: Selection,
+    /// After-match skip.
+    pub skip: SkipTo,
+    /// Partition key, and its field name.
+    pub key: Option<(String, Extract<E>)>,
+    /// How to build a frame.
+    pub frame: Vec<FrameSlot<E>>,
+    /// Values kept per event for `PREV`.
+    pub history: Vec<Extract<E>>,
+    /// How many events back `PREV` reaches.
+    pub history_depth: usize,
+    /// Registers per run.
+    pub regs: usize,
+    /// Register names (for plans).
+    pub reg_names: Vec<String>,
+    /// Frame slot names (for plans).
+    pub slot_names: Vec<String>,
+    pub(crate) graph: Graph,
+}
+
+/// The edges of the NFA, derived from the quantifiers.
+#[derive(Clone, Debug, Default)]
+pub(crate) struct Graph {
+    /// Elements an event can bind from the start.
+    pub start: Vec<u16>,
+    /// Per element: later elements reachable by skipping `*`/`?`.
+    pub next: Vec<Vec<u16>>,
+    /// Per element: whether every later element may be skipped (a match).
+    pub accepting: Vec<bool>,
+    /// Per element: the elements the next event may bind (itself first when
+    /// Kleene, then the forward edges).
+    pub cands: Vec<Vec<u16>>,
+    /// Per element: whether it may bind more than one event.
+    pub kleene: Vec<bool>,
+}
+
+impl Graph {
+    pub(crate) fn build(quants: &[Quant]) -> Graph {
+        let n = quants.len();
+        let reach = |from: usize| -> Vec<u16> {
+            let mut v = Vec::new();
+            for (j, q) in quants.iter().enumerate().skip(from) {
+                v.push(j as u16);
+                if !q.is_skippable() {
+                    break;
+                }
+            }
+            v
+        };
+        let next: Vec<Vec<u16>> = (0..n).map(|k| reach(k + 1)).collect();
+        let cands = (0..n)
+            .map(|k| {
+                let mut c = if quants[k].is_kleene() { vec![k as u16] } else { Vec::new() };
+                c.extend_from_slice(&next[k]);
+                c
+            })
+            .collect();
+        Graph {
+            start: reach(0),
+            accepting: (0..n).map(|k| quants[k + 1..].iter().all(|q| q.is_skippable())).collect(),
+            kleene: quants.iter().map(|q| q.is_kleene()).collect(),
+            next,
+            cands,
+        }
+    }
+}
+
+impl<E> Program<E> {
+    /// Finishes a program assembled field by field: derives the NFA's edges.
+    pub fn finish(mut self) -> Program<E> {
+        let quants: Vec<Quant> = self.elements.iter().map(|e| e.quant).collect();
+        self.graph = Graph::build(&quants);
+        self
+    }
+
+    /// Names of the positive variables, in order.
+    pub fn var_names(&self) -> Vec<&str> {
+        self.elements.iter().map(|e| e.var.as_str()).collect()
+    }
+
+    /// Elements reachable from the start.
+    pub fn start_edges(&self) -> &[u16] {
+        &self.graph.start
+    }
+
+    /// Forward edges of element `k`.
+    pub fn next_edges(&self, k: usize) -> &[u16] {
+        &self.graph.next[k]
+    }
+
+    /// Whether a run whose last element is `k` is a match.
+    pub fn is_accepting(&self, k: usize) -> bool {
+        self.graph.accepting[k]
+    }
+}
+
+impl<E> fmt::Debug for Program<E> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Program")
+            .field("name", &self.name)
+            .field("vars", &self.var_names())
+            .field("strategy", &self.strategy)
+            .field("window", &self.window)
+            .finish_non_exhaustive()
+    }
+}
+
+/// `Debug` for structs holding closures: shows the named fields only.
+macro_rules! debug_fields {
+    ($ty:ident $(<$g:ident>)?, $($field:ident),*) => {
+        impl$(<$g>)? fmt::Debug for $ty$(<$g>)? {
+            fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+                f.debug_struct(stringify!($ty))$(.field(stringify!($field), &self.$field))*.finish_non_exhaustive()
+            }
+        }
+    };
+}
+
+debug_fields!(Cond<E>, text, skip_first);
+debug_fields!(Completion, text);
+debug_fields!(Element<E>, var, quant, types, conds, completion, updates, within);
+debug_fields!(Negation<E>, var, types, after, early, late, deferred);
+debug_fields!(LateCond, text);
+debug_fields!(Trailing<E>, var, types, conds, quiet);
+
+impl<E> fmt::Debug for FrameSlot<E> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            FrameSlot::Field(_) => f.write_str("Field(..)"),
+            FrameSlot::Prev { col, n } => write!(f, "Prev {{ col: {col}, n: {n} }}"),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn graph_skips_optional_elements() {
+        let g = Graph::build(&[Quant::Star, Quant::One, Quant::Opt, Quant::Plus, Quant::Opt]);
+        assert_eq!(g.start, [0, 1]);
+        assert_eq!(g.next[1], [2, 3]);
+        assert_eq!(g.next[3], [4]);
+        assert!(g.next[4].is_empty());
+        assert_eq!(g.accepting, [false, false, false, true, true]);
+    }
+}
