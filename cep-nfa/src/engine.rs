@@ -749,7 +749,7 @@ fn skip_range(skip: SkipTo, d: &Done) -> Option<(u64, u64)> {
         SkipTo::NextEvent => Some((first, first)),
         SkipTo::PastLastEvent => Some((first, last)),
         SkipTo::First(x) => of(x).next().filter(|&p| p > first).map(|p| (first, p - 1)),
-        SkipTo::Last(x) => of(x).last().filter(|&p| p > first).map(|p| (first, p - 1)),
+        SkipTo::Last(x) => of(x).next_back().filter(|&p| p > first).map(|p| (first, p - 1)),
     }
 }
 

@@ -1,1 +1,263 @@
 #![doc = include_str!("../README.md")]
+
+use std::io::{self, Write};
+
+use cep_core::{Event, Match, Timestamp};
+use cep_nfa::engine::{Engine, Stats};
+use cep_nfa::program::Program;
+use cep_time::{LatePolicy, Watermark};
+
+/// Where matches go.
+pub trait Sink {
+    /// Receives one match of query `query` (its name and variable names).
+    fn on_match(&mut self, query: &QueryInfo, m: &Match) -> io::Result<()>;
+}
+
+/// Names a sink needs to format a match.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct QueryInfo {
+    /// Query name.
+    pub name: String,
+    /// Positive variables in `SEQ` order.
+    pub vars: Vec<String>,
+}
+
+/// Writes matches as JSON lines (LANGUAGE.md §5), reusing one line buffer.
+#[derive(Debug)]
+pub struct JsonLines<W: Write> {
+    out: W,
+    line: String,
+}
+
+impl<W: Write> JsonLines<W> {
+    /// A sink writing to `out`.
+    pub fn new(out: W) -> JsonLines<W> {
+        JsonLines { out, line: String::with_capacity(256) }
+    }
+
+    /// Flushes and returns the writer.
+    pub fn into_inner(mut self) -> io::Result<W> {
+        self.out.flush()?;
+        Ok(self.out)
+    }
+
+    /// Flushes the writer.
+    pub fn flush(&mut self) -> io::Result<()> {
+        self.out.flush()
+    }
+}
+
+impl<W: Write> Sink for JsonLines<W> {
+    fn on_match(&mut self, q: &QueryInfo, m: &Match) -> io::Result<()> {
+        self.line.clear();
+        let vars: Vec<&str> = q.vars.iter().map(String::as_str).collect();
+        m.write_json(&mut self.line, &q.name, &vars);
+        self.line.push('\n');
+        self.out.write_all(self.line.as_bytes())
+    }
+}
+
+impl<F: FnMut(&QueryInfo, &Match)> Sink for F {
+    fn on_match(&mut self, q: &QueryInfo, m: &Match) -> io::Result<()> {
+        self(q, m);
+        Ok(())
+    }
+}
+
+/// Why a push failed.
+#[derive(Debug)]
+pub enum PushError {
+    /// The event is late and the policy is `fail`.
+    Late {
+        /// The event's ts.
+        ts: Timestamp,
+        /// The watermark it fell behind.
+        watermark: Timestamp,
+    },
+    /// Writing a match or a late event failed.
+    Io(io::Error),
+}
+
+impl std::fmt::Display for PushError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            PushError::Late { ts, watermark } => {
+                write!(f, "late event: ts {ts} is behind the watermark {watermark}")
+            }
+            PushError::Io(e) => write!(f, "{e}"),
+        }
+    }
+}
+
+impl std::error::Error for PushError {}
+
+impl From<io::Error> for PushError {
+    fn from(e: io::Error) -> Self {
+        PushError::Io(e)
+    }
+}
+
+/// Counts of a run, for the summary.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Summary {
+    /// Events processed.
+    pub events: u64,
+    /// Late events (dropped or written aside).
+    pub late: u64,
+    /// Matches per query.
+    pub matches: Vec<u64>,
+}
+
+/// Runs several queries over one event stream, in one thread.
+///
+/// Each event goes to every query's engine in order; matches go to the sink
+/// as they become final. Late events follow the [`LatePolicy`].
+///
+/// # Examples
+/// ```
+/// use cep_core::{Event, Schema, Sym, Value};
+/// use cep_nfa::compile::{compile, Options};
+/// use cep_runtime::{QueryInfo, Runner};
+///
+/// let mut schema = Schema::new();
+/// schema.field("x");
+/// let progs = compile("PATTERN SEQ(A a, B b)", &mut schema, &Options::default()).unwrap().programs;
+/// let mut runner = Runner::new(progs);
+/// let mut got = Vec::new();
+/// let mut sink = |q: &QueryInfo, m: &cep_core::Match| got.push((q.name.clone(), m.rows.clone()));
+/// for (row, ty) in ["A", "B"].into_iter().enumerate() {
+///     let e = Event::new(Sym::new(ty), row as i64, row as u64, vec![Value::Null]);
+///     runner.push(&e, &mut sink).unwrap();
+/// }
+/// runner.finish(&mut sink).unwrap();
+/// assert_eq!(got, [("q1".to_string(), vec![0, 1])]);
+/// ```
+#[derive(Debug)]
+pub struct Runner {
+    engines: Vec<Engine<Event>>,
+    infos: Vec<QueryInfo>,
+    watermark: Watermark,
+    late: LatePolicy,
+    late_out: Option<io::BufWriter<std::fs::File>>,
+    summary: Summary,
+    line: String,
+    field_names: Vec<String>,
+}
+
+impl Runner {
+    /// A runner for these programs, dropping late events.
+    pub fn new(programs: Vec<Program<Event>>) -> Runner {
+        let infos = programs
+            .iter()
+            .map(|p| QueryInfo { name: p.name.clone(), vars: p.var_names().iter().map(|s| s.to_string()).collect() })
+            .collect();
+        let n = programs.len();
+        Runner {
+            engines: programs.into_iter().map(Engine::new).collect(),
+            infos,
+            watermark: Watermark::new(0),
+            late: LatePolicy::Drop,
+            late_out: None,
+            summary: Summary { matches: vec![0; n], ..Summary::default() },
+            line: String::new(),
+            field_names: Vec::new(),
+        }
+    }
+
+    /// Sets the late-event policy (opening the side file, if any).
+    pub fn set_late_policy(&mut self, policy: LatePolicy) -> io::Result<()> {
+        if let LatePolicy::Side(path) = &policy {
+            self.late_out = Some(io::BufWriter::new(std::fs::File::create(path)?));
+        }
+        self.late = policy;
+        Ok(())
+    }
+
+    /// Names of the event fields by field id, for writing late events.
+    pub fn set_field_names(&mut self, names: Vec<String>) {
+        self.field_names = names;
+    }
+
+    /// The queries' names and variables.
+    pub fn queries(&self) -> &[QueryInfo] {
+        &self.infos
+    }
+
+    /// Counts so far.
+    pub fn summary(&self) -> &Summary {
+        &self.summary
+    }
+
+    /// Engine statistics per query.
+    pub fn engine_stats(&self) -> Vec<Stats> {
+        self.engines.iter().map(Engine::stats).collect()
+    }
+
+    /// Processes one event.
+    pub fn push(&mut self, e: &Event, sink: &mut impl Sink) -> Result<(), PushError> {
+        if let Err(wm) = self.watermark.observe(e.ts) {
+            return self.on_late(e, wm);
+        }
+        self.summary.events += 1;
+        for (i, engine) in self.engines.iter_mut().enumerate() {
+            engine.push(e).expect("the runner orders events");
+            for m in engine.drain() {
+                self.summary.matches[i] += 1;
+                sink.on_match(&self.infos[i], &m)?;
+            }
+        }
+        Ok(())
+    }
+
+    fn on_late(&mut self, e: &Event, watermark: Timestamp) -> Result<(), PushError> {
+        match &self.late {
+            LatePolicy::Fail => return Err(PushError::Late { ts: e.ts, watermark }),
+            LatePolicy::Drop => {}
+            LatePolicy::Side(_) => {
+                if let Some(out) = &mut self.late_out {
+                    write_event_json(&mut self.line, e, &self.field_names);
+                    out.write_all(self.line.as_bytes())?;
+                }
+            }
+        }
+        self.summary.late += 1;
+        Ok(())
+    }
+
+    /// Ends the input: pending deadlines fire and every engine empties.
+    pub fn finish(&mut self, sink: &mut impl Sink) -> io::Result<()> {
+        for (i, engine) in self.engines.iter_mut().enumerate() {
+            engine.finish();
+            for m in engine.drain() {
+                self.summary.matches[i] += 1;
+                sink.on_match(&self.infos[i], &m)?;
+            }
+        }
+        if let Some(out) = &mut self.late_out {
+            out.flush()?;
+        }
+        Ok(())
+    }
+}
+
+/// Formats an event as a JSON line with its row (for `--late side:FILE`):
+/// `{"row":3,"ts":5,"type":"Tick","price":10}`; NULL fields are left out.
+fn write_event_json(line: &mut String, e: &Event, names: &[String]) {
+    use std::fmt::Write as _;
+    line.clear();
+    let _ = write!(line, "{{\"row\":{},\"ts\":{},\"type\":", e.row, e.ts);
+    cep_core::json::write_str(line, e.ty.as_str());
+    for (i, v) in e.fields.iter().enumerate() {
+        if v.is_null() {
+            continue;
+        }
+        line.push(',');
+        match names.get(i) {
+            Some(n) => cep_core::json::write_str(line, n),
+            None => cep_core::json::write_str(line, &format!("field{i}")),
+        }
+        line.push(':');
+        cep_core::json::write_value(line, v);
+    }
+    line.push_str("}\n");
+}

@@ -142,7 +142,6 @@ pub(crate) fn bool_fn(node: &Node) -> BoolFn {
 }
 
 fn cmp_fn(op: BinOp, a: &Node, b: &Node) -> BoolFn {
-    let op = *&op;
     match (a, b) {
         (Node::Slot(s), Node::Const(Value::Int(c))) => {
             let (s, c) = (*s as usize, *c);

@@ -188,8 +188,7 @@ impl<'a> StatementCompiler<'a> {
 
     fn run(&mut self) -> Option<Program<Event>> {
         let st = self.st;
-        self.declare_vars();
-        if self.has_errors() {
+        if !self.declare_vars() {
             return None;
         }
         let strategy = st.strategy.map_or(Strategy::NextMatch, |s| s.0);
@@ -334,14 +333,17 @@ impl<'a> StatementCompiler<'a> {
         )
     }
 
-    fn declare_vars(&mut self) {
+    /// Declares the pattern's variables; false when the pattern's shape is
+    /// too broken to check its conditions.
+    fn declare_vars(&mut self) -> bool {
         let st = self.st;
         let first_pos = st.elements.iter().position(|e| !e.negated);
         let last_pos = st.elements.iter().rposition(|e| !e.negated);
         let (Some(first_pos), Some(last_pos)) = (first_pos, last_pos) else {
             self.error(st.elements[0].span, "a pattern needs at least one element without NOT");
-            return;
+            return false;
         };
+        let mut sound = true;
         let trailing_count = st.elements.len() - 1 - last_pos;
         let mut n_neg = 0;
         for (i, el) in st.elements.iter().enumerate() {
@@ -350,6 +352,7 @@ impl<'a> StatementCompiler<'a> {
                     Diagnostic::error(el.var.span, format!("variable `{}` is declared twice", el.var.name))
                         .with_note("each element needs its own variable name"),
                 );
+                sound = false;
                 continue;
             }
             let types = self.check_types(&el.types);
@@ -403,13 +406,16 @@ impl<'a> StatementCompiler<'a> {
             };
             self.vars.push(Var { name: el.var.name.clone(), kind, types });
         }
+        sound
     }
 
     fn check_types(&mut self, types: &[Ident]) -> Vec<Sym> {
         let mut out = Vec::new();
         for t in types {
             let sym = Sym::new(&t.name);
-            if self.schema.type_info(sym).is_none() {
+            // With no input seen at all there is nothing to check against.
+            let nothing_seen = !self.schema.is_complete() && self.schema.type_names().is_empty();
+            if !nothing_seen && self.schema.type_info(sym).is_none() {
                 let known = self.schema.type_names();
                 let hint = if known.is_empty() {
                     "no event has been seen".to_owned()
@@ -625,7 +631,7 @@ impl<'a> StatementCompiler<'a> {
         let var = |i: usize| self.vars[self.pos_var(i)].name.clone();
         match key {
             RegKey::Count(v) => format!("{}.LEN", var(v)),
-            RegKey::Last(v, s) => format!("{}[{}.LEN].{}", var(v), var(v), self.slot_name(s)),
+            RegKey::Last(v, s) => format!("last {}.{}", var(v), self.slot_name(s)),
             RegKey::First(v, s) => format!("{}[1].{}", var(v), self.slot_name(s)),
             RegKey::Nth(v, k, s) => format!("{}[{k}].{}", var(v), self.slot_name(s)),
             RegKey::Sum(v, s) => format!("sum({}.{})", var(v), self.slot_name(s)),

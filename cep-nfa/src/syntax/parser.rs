@@ -349,8 +349,7 @@ impl Parser {
         } else {
             self.unary()?
         };
-        loop {
-            let Some((op, level)) = self.binop() else { break };
+        while let Some((op, level)) = self.binop() {
             if level < min_level.max(1) {
                 break;
             }

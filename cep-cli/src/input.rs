@@ -1,0 +1,117 @@
+//! Opening inputs and compiling queries, shared by `run` and `check`.
+
+use std::fs::File;
+use std::io::{self, BufRead, BufReader};
+use std::path::Path;
+
+use cep_core::{Event, Format, ReadError, Reader, Schema, TimeUnit};
+use cep_nfa::compile::{Compiled, Options, compile};
+
+use crate::Failure;
+
+/// How many events are read before the queries are compiled, to learn the
+/// input's types and fields. When the whole input fits, the schema is
+/// complete and unknown names are errors; otherwise they are warnings.
+pub const SCHEMA_PREFIX: usize = 4096;
+
+/// An event reader over a file or stdin.
+pub type Input = Reader<Box<dyn BufRead>>;
+
+/// Opens `--events` (`-` is stdin) with `--format` or the file's extension;
+/// stdin without `--format` is JSON lines if its first non-blank byte is `{`.
+pub fn open_events(path: &str, format: Option<&str>) -> Result<Input, Failure> {
+    let format = match format {
+        Some(f) => Some(
+            Format::parse(f)
+                .ok_or_else(|| Failure::bad_input(format!("unknown format `{f}`: expected `csv` or `jsonl`")))?,
+        ),
+        None => None,
+    };
+    let (name, mut src): (String, Box<dyn BufRead>) = if path == "-" {
+        ("<stdin>".to_owned(), Box::new(BufReader::with_capacity(1 << 16, io::stdin())))
+    } else {
+        let f = File::open(path).map_err(|e| Failure::other(format!("cannot open {path}: {e}")))?;
+        (path.to_owned(), Box::new(BufReader::with_capacity(1 << 16, f)))
+    };
+    let format = match format.or_else(|| Format::from_path(path)) {
+        Some(f) => f,
+        None if path == "-" => sniff(&mut src).map_err(|e| Failure::other(format!("reading stdin: {e}")))?,
+        None => {
+            return Err(Failure::bad_input(format!(
+                "cannot tell the format of {path} from its extension: use --format csv|jsonl"
+            )));
+        }
+    };
+    Reader::new(src, &name, format).map_err(read_failure)
+}
+
+fn sniff(src: &mut Box<dyn BufRead>) -> io::Result<Format> {
+    let buf = src.fill_buf()?;
+    let first = buf.iter().find(|b| !b.is_ascii_whitespace());
+    Ok(if first == Some(&b'{') { Format::Jsonl } else { Format::Csv })
+}
+
+/// A reader error as a failure (exit code 2 for bad input, 1 for I/O).
+pub fn read_failure(e: ReadError) -> Failure {
+    Failure::bad_input(format!("error: {e}"))
+}
+
+/// Events read ahead to learn the schema, and what stopped the reading.
+pub struct Prefix {
+    /// Good events, in order.
+    pub events: Vec<Event>,
+    /// A bad row met while reading ahead (handled by the caller in order).
+    pub error: Option<(usize, ReadError)>,
+    /// Whether the input ended.
+    pub ended: bool,
+}
+
+/// Reads up to [`SCHEMA_PREFIX`] good events. A bad row stops the read-ahead
+/// unless `skip_bad`; its position among the events is kept so that it is
+/// reported after the events before it were processed.
+pub fn read_prefix(input: &mut Input, skip_bad: bool, skipped: &mut u64) -> Prefix {
+    let mut events = Vec::new();
+    let mut e = Event::default();
+    loop {
+        if events.len() >= SCHEMA_PREFIX {
+            return Prefix { events, error: None, ended: false };
+        }
+        match input.next_event(&mut e) {
+            Ok(true) => events.push(e.clone()),
+            Ok(false) => {
+                input.schema_mut().set_complete(true);
+                return Prefix { events, error: None, ended: true };
+            }
+            Err(err) if skip_bad && err.is_bad_row() => {
+                eprintln!("warning: skipped: {err}");
+                *skipped += 1;
+            }
+            Err(err) => {
+                let n = events.len();
+                return Prefix { events, error: Some((n, err)), ended: false };
+            }
+        }
+    }
+}
+
+/// Reads and compiles a query file, printing warnings; errors are rendered
+/// with `FILE:LINE:COL`, the source line and a caret.
+pub fn compile_query(path: &Path, schema: &mut Schema, unit: TimeUnit) -> Result<(String, Compiled), Failure> {
+    let src =
+        std::fs::read_to_string(path).map_err(|e| Failure::other(format!("cannot read {}: {e}", path.display())))?;
+    let name = path.display().to_string();
+    match compile(&src, schema, &Options { time_unit: unit }) {
+        Ok(c) => {
+            for w in &c.warnings {
+                eprint!("{}", w.render(&src, &name));
+            }
+            Ok((src, c))
+        }
+        Err(d) => Err(Failure::bad_input(d.render(&src, &name))),
+    }
+}
+
+/// Parses `--time-unit`.
+pub fn time_unit(s: &str) -> Result<TimeUnit, Failure> {
+    TimeUnit::parse(s).ok_or_else(|| Failure::bad_input(format!("unknown time unit `{s}`: expected ms, us, ns or s")))
+}

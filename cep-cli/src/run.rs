@@ -1,0 +1,190 @@
+//! `cep run`: queries over an event stream, matches as JSON lines.
+
+use std::fs::File;
+use std::io::{self, BufWriter, Write};
+use std::path::PathBuf;
+
+use cep_core::Event;
+use cep_core::time::{DurationUnit, to_ticks};
+use cep_runtime::{JsonLines, PushError, Runner, Summary};
+use cep_time::LatePolicy;
+use clap::Args;
+
+use crate::Failure;
+use crate::input::{compile_query, open_events, read_failure, read_prefix, time_unit};
+
+/// Options of `cep run` (LANGUAGE.md §6).
+#[derive(Debug, Args)]
+pub struct RunArgs {
+    /// Query file.
+    #[arg(long, value_name = "FILE")]
+    query: Option<PathBuf>,
+    /// Level alerts file (`id,key,field,direction,level,band`).
+    #[arg(long, value_name = "FILE")]
+    levels: Option<PathBuf>,
+    /// Events: a CSV or JSON-lines file, or `-` for stdin.
+    #[arg(long, value_name = "FILE|-", default_value = "-")]
+    events: String,
+    /// Write matches here instead of stdout.
+    #[arg(long, value_name = "FILE")]
+    out: Option<PathBuf>,
+    /// Input format (default: from the extension; stdin is sniffed).
+    #[arg(long, value_name = "csv|jsonl")]
+    format: Option<String>,
+    /// Worker threads.
+    #[arg(long, value_name = "N", default_value_t = 1)]
+    threads: usize,
+    /// Allowed out-of-orderness of event time.
+    #[arg(long, value_name = "DUR", default_value = "0")]
+    max_delay: String,
+    /// What to do with late events: drop, fail, or side:FILE.
+    #[arg(long, value_name = "POLICY", default_value = "drop")]
+    late: String,
+    /// What to do with a bad input row: fail or skip.
+    #[arg(long, value_name = "fail|skip", default_value = "fail")]
+    on_bad_row: String,
+    /// Unit of the `ts` column.
+    #[arg(long, value_name = "ms|us|ns|s", default_value = "ms")]
+    time_unit: String,
+    /// Save checkpoints in this directory.
+    #[arg(long, value_name = "DIR")]
+    checkpoint: Option<PathBuf>,
+    /// Events between checkpoints.
+    #[arg(long, value_name = "N")]
+    checkpoint_every: Option<u64>,
+    /// Resume from the newest checkpoint.
+    #[arg(long)]
+    resume: bool,
+}
+
+/// Runs `cep run`.
+pub fn run(args: RunArgs) -> Result<(), Failure> {
+    let unit = time_unit(&args.time_unit)?;
+    if args.threads == 0 {
+        return Err(Failure::bad_input("--threads must be at least 1"));
+    }
+    if args.threads > 1 {
+        return Err(Failure::other(
+            "--threads above 1 is not supported yet: the multi-threaded runtime is still being built; use --threads 1",
+        ));
+    }
+    if args.levels.is_some() {
+        return Err(Failure::other("--levels is not supported yet: the level-alert index is still being built"));
+    }
+    if args.checkpoint.is_some() || args.checkpoint_every.is_some() || args.resume {
+        return Err(Failure::other("checkpoints (--checkpoint, --resume) are not supported yet"));
+    }
+    let delay = parse_delay(&args.max_delay, unit)?;
+    if delay != 0 {
+        return Err(Failure::other(
+            "--max-delay above 0 is not supported yet: input must be in timestamp order (late events are handled by --late)",
+        ));
+    }
+    let late = LatePolicy::parse(&args.late).ok_or_else(|| {
+        Failure::bad_input(format!("unknown --late policy `{}`: expected drop, fail or side:FILE", args.late))
+    })?;
+    let skip_bad = match args.on_bad_row.as_str() {
+        "fail" => false,
+        "skip" => true,
+        other => return Err(Failure::bad_input(format!("unknown --on-bad-row `{other}`: expected fail or skip"))),
+    };
+    let Some(query) = &args.query else {
+        return Err(Failure::bad_input("run needs --query (or --levels)"));
+    };
+
+    let mut input = open_events(&args.events, args.format.as_deref())?;
+    let mut skipped = 0u64;
+    let prefix = read_prefix(&mut input, skip_bad, &mut skipped);
+    let (_, compiled) = compile_query(query, input.schema_mut(), unit)?;
+    input.set_observe(false);
+
+    let mut runner = Runner::new(compiled.programs);
+    runner.set_field_names(input.schema().field_names().map(str::to_owned).collect());
+    runner.set_late_policy(late).map_err(|e| Failure::other(format!("cannot open the late-event file: {e}")))?;
+    let out: Box<dyn Write> = match &args.out {
+        Some(p) => {
+            Box::new(File::create(p).map_err(|e| Failure::other(format!("cannot create {}: {e}", p.display())))?)
+        }
+        None => Box::new(io::stdout().lock()),
+    };
+    let mut sink = JsonLines::new(BufWriter::with_capacity(1 << 16, out));
+
+    let result = drive(&mut runner, &mut sink, &mut input, prefix, skip_bad, &mut skipped);
+    // Matches emitted before a failure stay valid: flush them in every case.
+    let flushed = sink.flush();
+    print_summary(input.rows(), skipped, runner.summary(), runner.queries());
+    result?;
+    flushed.map_err(|e| Failure::other(format!("writing output: {e}")))
+}
+
+/// Feeds the read-ahead events, then the rest of the input, then finishes.
+fn drive(
+    runner: &mut Runner,
+    sink: &mut JsonLines<BufWriter<Box<dyn Write>>>,
+    input: &mut crate::input::Input,
+    prefix: crate::input::Prefix,
+    skip_bad: bool,
+    skipped: &mut u64,
+) -> Result<(), Failure> {
+    let push = |runner: &mut Runner, sink: &mut JsonLines<_>, e: &Event| -> Result<(), Failure> {
+        runner.push(e, sink).map_err(|err| match err {
+            PushError::Late { .. } => Failure::bad_input(format!("error: {}: row {}: {err}", input_name(), e.row)),
+            PushError::Io(io) => Failure::other(format!("writing output: {io}")),
+        })
+    };
+    let (events, error, ended) = (prefix.events, prefix.error, prefix.ended);
+    for (i, e) in events.iter().enumerate() {
+        if let Some((at, err)) = &error
+            && *at == i
+        {
+            return Err(read_failure(err.clone()));
+        }
+        push(runner, sink, e)?;
+    }
+    if let Some((_, err)) = error {
+        return Err(read_failure(err));
+    }
+    if !ended {
+        let mut e = Event::default();
+        loop {
+            match input.next_event(&mut e) {
+                Ok(true) => push(runner, sink, &e)?,
+                Ok(false) => break,
+                Err(err) if skip_bad && err.is_bad_row() => {
+                    eprintln!("warning: skipped: {err}");
+                    *skipped += 1;
+                }
+                Err(err) => return Err(read_failure(err)),
+            }
+        }
+    }
+    runner.finish(sink).map_err(|e| Failure::other(format!("writing output: {e}")))
+}
+
+fn input_name() -> &'static str {
+    "input"
+}
+
+fn parse_delay(s: &str, unit: cep_core::TimeUnit) -> Result<i64, Failure> {
+    let s = s.trim();
+    let split = s.find(|c: char| !(c.is_ascii_digit() || c == '.')).unwrap_or(s.len());
+    let (num, word) = (&s[..split], s[split..].trim());
+    let du = if word.is_empty() {
+        DurationUnit::Ticks
+    } else {
+        DurationUnit::parse(word)
+            .ok_or_else(|| Failure::bad_input(format!("unknown duration unit `{word}` in --max-delay")))?
+    };
+    to_ticks(num, du, unit).map_err(|e| Failure::bad_input(format!("invalid --max-delay `{s}`: {e}")))
+}
+
+fn print_summary(rows: u64, skipped: u64, s: &Summary, queries: &[cep_runtime::QueryInfo]) {
+    let total: u64 = s.matches.iter().sum();
+    let per: Vec<String> = queries.iter().zip(&s.matches).map(|(q, n)| format!("{} {n}", q.name)).collect();
+    eprintln!(
+        "summary: {rows} rows read, {skipped} skipped, {} late, {total} {} ({})",
+        s.late,
+        if total == 1 { "match" } else { "matches" },
+        per.join(", ")
+    );
+}
