@@ -1,8 +1,10 @@
 #![doc = include_str!("../README.md")]
 
 pub mod buffer;
+pub mod builder;
 pub mod compile;
 pub mod diag;
 pub mod engine;
 pub mod program;
+pub mod reference;
 pub mod syntax;

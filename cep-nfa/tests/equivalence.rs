@@ -1,0 +1,79 @@
+//! The run engine against the reference matcher (`cep_nfa::reference`) on
+//! random small streams and random queries, per strategy: the same matches,
+//! in the same emission order, and an empty buffer at the end.
+
+mod support;
+
+use cep_core::{Match, TimeUnit, Value};
+use cep_nfa::compile::{Options, compile_file};
+use cep_nfa::engine::Engine;
+use cep_nfa::reference::{self, RefMatch};
+use cep_nfa::syntax::parse;
+use proptest::prelude::*;
+use support::{Case, arb_case};
+
+fn to_ref(m: Match) -> RefMatch {
+    let vars = m.vars().map(|v| v.to_vec()).collect();
+    RefMatch { key: m.key, start: m.start, end: m.end, vars }
+}
+
+fn check(case: &Case) -> Result<(), TestCaseError> {
+    let file = parse(&case.query).map_err(|d| TestCaseError::fail(format!("parse: {}", d.render(&case.query, "q"))))?;
+    let mut schema = case.schema.clone();
+    let compiled = compile_file(&file, &mut schema, &Options::default())
+        .map_err(|d| TestCaseError::fail(format!("compile:\n{}", d.render(&case.query, "q"))))?;
+    let mut engine = Engine::new(compiled.programs.into_iter().next().unwrap());
+    let mut got = Vec::new();
+    for e in &case.events {
+        engine.push(e).map_err(|l| TestCaseError::fail(l.to_string()))?;
+        got.extend(engine.drain().map(to_ref));
+    }
+    engine.finish();
+    got.extend(engine.drain().map(to_ref));
+    prop_assert_eq!(engine.stats().nodes, 0, "buffer not empty after finish");
+    let want = reference::run(&file.statements[0], &case.events, &case.schema, TimeUnit::Millis);
+    if got != want {
+        let show = |ms: &[RefMatch]| -> String {
+            ms.iter()
+                .map(|m| format!("  key {} start {} end {} vars {:?}\n", fmt_key(m.key), m.start, m.end, m.vars))
+                .collect()
+        };
+        let events: String =
+            case.events.iter().map(|e| format!("  row {} {} ts {} {:?}\n", e.row, e.ty, e.ts, e.fields)).collect();
+        return Err(TestCaseError::fail(format!(
+            "query:\n{}\nevents (k, x, y):\n{events}engine:\n{}reference:\n{}",
+            case.query,
+            show(&got),
+            show(&want)
+        )));
+    }
+    Ok(())
+}
+
+fn fmt_key(v: Value) -> String {
+    v.to_string()
+}
+
+fn config() -> ProptestConfig {
+    let cases = std::env::var("CEP_PROPTEST_CASES").ok().and_then(|s| s.parse().ok()).unwrap_or(1000);
+    ProptestConfig { cases, max_shrink_iters: 2000, ..ProptestConfig::default() }
+}
+
+proptest! {
+    #![proptest_config(config())]
+
+    #[test]
+    fn skip_till_any_match(case in arb_case("skip-till-any-match")) {
+        check(&case)?;
+    }
+
+    #[test]
+    fn skip_till_next_match(case in arb_case("skip-till-next-match")) {
+        check(&case)?;
+    }
+
+    #[test]
+    fn strict_contiguity(case in arb_case("strict-contiguity")) {
+        check(&case)?;
+    }
+}
