@@ -1,0 +1,183 @@
+//! Every semantic check of the compiler: the message says what is wrong and
+//! the span points at the offending text.
+
+use cep_core::{Schema, Sym, TimeUnit, Value};
+use cep_nfa::compile::{Options, compile};
+
+/// A complete schema: types A and B with int field x and string field s.
+fn schema() -> Schema {
+    let mut s = Schema::new();
+    s.field("x");
+    s.field("s");
+    s.field("only_b");
+    s.observe(Sym::new("A"), &[Value::Int(1), Value::str("a"), Value::Null]);
+    s.observe(Sym::new("B"), &[Value::Int(2), Value::str("b"), Value::Int(3)]);
+    s.close_fields();
+    s.set_complete(true);
+    s
+}
+
+/// Compiles `src`, expects an error containing `msg` whose span covers `at`.
+fn error(src: &str, msg: &str, at: &str) {
+    error_with(src, msg, at, &Options::default())
+}
+
+fn error_with(src: &str, msg: &str, at: &str, opts: &Options) {
+    let mut s = schema();
+    let err = match compile(src, &mut s, opts) {
+        Ok(_) => panic!("expected an error `{msg}` for:\n{src}"),
+        Err(e) => e,
+    };
+    let d = err.0.iter().find(|d| d.message.contains(msg)).unwrap_or_else(|| {
+        panic!("no error `{msg}` for:\n{src}\ngot:\n{}", err.render(src, "q.cep"));
+    });
+    let text = &src[d.span.start as usize..d.span.end as usize];
+    assert!(text.contains(at), "error `{}` points at `{text}`, expected `{at}`", d.message);
+    let rendered = d.render(src, "q.cep");
+    assert!(rendered.starts_with("error: q.cep:"), "{rendered}");
+    assert!(rendered.contains('^'), "{rendered}");
+}
+
+#[test]
+fn unknown_variable() {
+    error("PATTERN SEQ(A a, B b) WHERE c.x > 1", "unknown variable `c`", "c");
+}
+
+#[test]
+fn duplicate_variable() {
+    error("PATTERN SEQ(A a, B a)", "declared twice", "a");
+}
+
+#[test]
+fn unknown_field_in_closed_schema() {
+    error("PATTERN SEQ(A a, B b) WHERE a.prce > 1", "unknown field `prce`", "prce");
+}
+
+#[test]
+fn field_never_seen_for_type() {
+    error("PATTERN SEQ(A a, B b) WHERE a.only_b > 1", "never appears in events of type A", "only_b");
+}
+
+#[test]
+fn unknown_type() {
+    error("PATTERN SEQ(A a, Tck b)", "unknown type `Tck`", "Tck");
+}
+
+#[test]
+fn leading_not() {
+    error("PATTERN SEQ(NOT A n, B b)", "cannot start with NOT", "NOT A n");
+}
+
+#[test]
+fn trailing_not_without_within() {
+    error("PATTERN SEQ(A a, NOT B n)", "needs a WITHIN of its own", "NOT B n");
+}
+
+#[test]
+fn middle_not_with_within() {
+    error("PATTERN SEQ(A a, NOT B n WITHIN 5, A c)", "takes no WITHIN", "5");
+}
+
+#[test]
+fn two_trailing_nots() {
+    error("PATTERN SEQ(A a, NOT B n WITHIN 5, NOT A m WITHIN 5)", "at most one trailing NOT", "NOT");
+}
+
+#[test]
+fn quantified_not() {
+    error("PATTERN SEQ(A a, NOT B+ n, A c)", "cannot be quantified", "n");
+}
+
+#[test]
+fn previous_index_on_single_variable() {
+    error("PATTERN SEQ(A a, B b) WHERE b[i-1].x > 1", "cannot be indexed", "b[i-1].x");
+}
+
+#[test]
+fn aggregate_on_single_variable() {
+    error("PATTERN SEQ(A a, B b) WHERE sum(a.x) > 1", "needs a Kleene variable", "sum(a.x)");
+}
+
+#[test]
+fn candidate_index_outside_own_conditions() {
+    error("PATTERN SEQ(A+ a[], B b) WHERE b.x > a[i].x", "can only be used in conditions on `a`", "a[i].x");
+}
+
+#[test]
+fn skip_to_unknown_variable() {
+    error("PATTERN SEQ(A a, B b) AFTER MATCH SKIP TO LAST z", "unknown variable `z`", "z");
+}
+
+#[test]
+fn select_with_skip() {
+    error("PATTERN SEQ(A a, B b) SELECT EARLIEST AFTER MATCH SKIP PAST LAST EVENT", "cannot be combined", "AFTER");
+}
+
+#[test]
+fn nesting_too_deep() {
+    let src = format!("PATTERN A a WHERE {}a.x{} > 1", "(".repeat(100), ")".repeat(100));
+    error(&src, "nested deeper than 64", "(");
+}
+
+#[test]
+fn string_compared_with_number() {
+    error("PATTERN SEQ(A a, B b) WHERE b.s > 3", "comparing a string with an int is always false", "b.s > 3");
+}
+
+#[test]
+fn arithmetic_on_strings() {
+    error("PATTERN SEQ(A a, B b) WHERE b.s + 1 > 3", "needs numbers", "b.s");
+}
+
+#[test]
+fn condition_that_is_not_a_condition() {
+    error("PATTERN SEQ(A a, B b) WHERE b.x + 1", "must be true or false", "b.x + 1");
+}
+
+#[test]
+fn condition_without_variable() {
+    error("PATTERN SEQ(A a, B b) WHERE 1 = 1", "names no variable", "1 = 1");
+}
+
+#[test]
+fn brackets_on_single_variable() {
+    error("PATTERN SEQ(A a[], B b)", "marks a Kleene variable", "a");
+}
+
+#[test]
+fn integer_literal_beyond_i64() {
+    error("PATTERN A a WHERE a.x > 9223372036854775808", "does not fit in 64 bits", "9223372036854775808");
+}
+
+#[test]
+fn duration_not_whole_in_time_unit() {
+    let opts = Options { time_unit: TimeUnit::Seconds };
+    error_with("PATTERN SEQ(A a, B b) WITHIN 500 ms", "not a whole number of timestamp units", "500 ms", &opts);
+}
+
+#[test]
+fn conflicting_partitions() {
+    error("PATTERN SEQ(A a, B b) WHERE [x] PARTITION BY s", "conflicts", "[x]");
+}
+
+#[test]
+fn syntax_error_at_end_of_file() {
+    let src = "PATTERN SEQ(A a, B b) WHERE a.x >";
+    let mut s = schema();
+    let err = compile(src, &mut s, &Options::default()).unwrap_err();
+    let r = err.render(src, "q.cep");
+    assert!(r.starts_with("error: q.cep:1:34: expected an expression, found the end of the query"), "{r}");
+}
+
+#[test]
+fn partial_schema_gives_warnings_not_errors() {
+    let mut s = schema();
+    s.set_complete(false);
+    let out = compile("PATTERN SEQ(A a, Tck b)", &mut s, &Options::default()).unwrap();
+    assert!(out.warnings.iter().any(|w| w.message.contains("has not been seen")));
+}
+
+#[test]
+fn two_queries_with_one_name() {
+    error("QUERY q PATTERN A a; QUERY q PATTERN B b", "already defined", "q");
+}
