@@ -56,7 +56,10 @@ pub fn demo(args: DemoArgs) -> Result<(), Failure> {
     let compiled = compile(QUERIES, &mut schema, &Options::default())
         .map_err(|d| Failure::other(format!("built-in queries: {}", d.render(QUERIES, "demo"))))?;
     println!("cep demo: {} W1 ticks (10,000 keys, DESIGN.md §3), one thread\n", args.ticks);
-    println!("{:<14} {:>12} {:>10} {:>14}", "query", "events", "matches", "events/s");
+    println!(
+        "{:<14} {:>10} {:>9} {:>10} {:>10} {:>11}",
+        "query", "events", "matches", "events/s", "partials", "bytes each"
+    );
     let tick = Sym::new("Tick");
     for program in compiled.programs {
         let name = program.name.clone();
@@ -69,12 +72,20 @@ pub fn demo(args: DemoArgs) -> Result<(), Failure> {
             engine.push(&e).map_err(|l| Failure::other(l.to_string()))?;
             matches += engine.drain().count() as u64;
         }
+        let live = engine.stats();
         engine.finish();
         matches += engine.drain().count() as u64;
         let secs = start.elapsed().as_secs_f64();
         let rate = args.ticks as f64 / secs.max(1e-9);
-        println!("{name:<14} {:>12} {matches:>10} {:>14}", args.ticks, format!("{:.1} M", rate / 1e6));
+        println!(
+            "{name:<14} {:>10} {matches:>9} {:>10} {:>10} {:>11}",
+            args.ticks,
+            format!("{:.1} M", rate / 1e6),
+            live.partials(),
+            live.bytes_per_partial()
+        );
     }
-    println!("\n(events/s include generating the ticks; `cep run` on a CSV adds parsing)");
+    println!("\nevents/s include generating the ticks (`cep run` on a CSV adds parsing); partials are the");
+    println!("partial matches live at the end of the stream, and bytes each their runs, registers and buffer nodes.");
     Ok(())
 }

@@ -81,6 +81,22 @@ pub struct Stats {
     pub nodes: usize,
     /// Partitions seen.
     pub partitions: usize,
+    /// Bytes of live matching state: runs and pending matches (with their
+    /// registers) and buffer nodes. Excludes spare capacity and the
+    /// per-partition table.
+    pub state_bytes: usize,
+}
+
+impl Stats {
+    /// Live partial matches (runs and pending matches).
+    pub fn partials(&self) -> usize {
+        self.runs + self.pending
+    }
+
+    /// Bytes of state per live partial match (0 when there is none).
+    pub fn bytes_per_partial(&self) -> usize {
+        self.state_bytes.checked_div(self.partials()).unwrap_or(0)
+    }
 }
 
 #[derive(Clone, Copy, Debug)]
@@ -341,6 +357,8 @@ impl<E: StreamEvent> Engine<E> {
         s.pending = self.parts.iter().map(|p| p.pending.len()).sum();
         s.nodes = self.buffer.len();
         s.partitions = self.parts.len();
+        let per_run = std::mem::size_of::<Run>() + self.prog.regs * std::mem::size_of::<Value>();
+        s.state_bytes = (s.runs + s.pending) * per_run + s.nodes * Buffer::NODE_BYTES;
         s
     }
 
