@@ -57,6 +57,7 @@ pub fn read_failure(e: ReadError) -> Failure {
 }
 
 /// Events read ahead to learn the schema, and what stopped the reading.
+#[derive(Debug)]
 pub struct Prefix {
     /// Good events, in order.
     pub events: Vec<Event>,
