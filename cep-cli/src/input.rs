@@ -59,26 +59,26 @@ pub fn read_failure(e: ReadError) -> Failure {
 /// Events read ahead to learn the schema, and what stopped the reading.
 #[derive(Debug)]
 pub struct Prefix {
-    /// Good events, in order.
-    pub events: Vec<Event>,
+    /// Good events, in order, with their physical lines.
+    pub events: Vec<(Event, u64)>,
     /// A bad row met while reading ahead (handled by the caller in order).
     pub error: Option<(usize, ReadError)>,
     /// Whether the input ended.
     pub ended: bool,
 }
 
-/// Reads up to [`SCHEMA_PREFIX`] good events. A bad row stops the read-ahead
-/// unless `skip_bad`; its position among the events is kept so that it is
-/// reported after the events before it were processed.
-pub fn read_prefix(input: &mut Input, skip_bad: bool, skipped: &mut u64) -> Prefix {
+/// Reads up to `limit` good events. A bad row stops the read-ahead unless
+/// `skip_bad`; its position among the events is kept so that it is reported
+/// after the events before it were processed.
+pub fn read_prefix(input: &mut Input, limit: usize, skip_bad: bool, skipped: &mut u64) -> Prefix {
     let mut events = Vec::new();
     let mut e = Event::default();
     loop {
-        if events.len() >= SCHEMA_PREFIX {
+        if events.len() >= limit {
             return Prefix { events, error: None, ended: false };
         }
         match input.next_event(&mut e) {
-            Ok(true) => events.push(e.clone()),
+            Ok(true) => events.push((e.clone(), input.last_line())),
             Ok(false) => {
                 input.schema_mut().set_complete(true);
                 return Prefix { events, error: None, ended: true };

@@ -11,7 +11,7 @@ use cep_time::LatePolicy;
 use clap::Args;
 
 use crate::Failure;
-use crate::input::{compile_query, open_events, read_failure, read_prefix, time_unit};
+use crate::input::{Input, Prefix, SCHEMA_PREFIX, compile_query, open_events, read_failure, read_prefix, time_unit};
 
 /// Options of `cep run` (LANGUAGE.md §6).
 #[derive(Debug, Args)]
@@ -94,7 +94,11 @@ pub fn run(args: RunArgs) -> Result<(), Failure> {
 
     let mut input = open_events(&args.events, args.format.as_deref())?;
     let mut skipped = 0u64;
-    let prefix = read_prefix(&mut input, skip_bad, &mut skipped);
+    // A file is read ahead to learn its schema; a stream is not, so that its
+    // first matches are not held back (its fields come from the CSV header).
+    let streaming = args.events == "-";
+    let limit = if streaming { 0 } else { SCHEMA_PREFIX };
+    let prefix = read_prefix(&mut input, limit, skip_bad, &mut skipped);
     let (_, compiled) = compile_query(query, input.schema_mut(), unit)?;
     input.set_observe(false);
 
@@ -109,7 +113,7 @@ pub fn run(args: RunArgs) -> Result<(), Failure> {
     };
     let mut sink = JsonLines::new(BufWriter::with_capacity(1 << 16, out));
 
-    let result = drive(&mut runner, &mut sink, &mut input, prefix, skip_bad, &mut skipped);
+    let result = drive(&mut runner, &mut sink, &mut input, prefix, Options { skip_bad, streaming }, &mut skipped);
     // Matches emitted before a failure stay valid: flush them in every case.
     let flushed = sink.flush();
     print_summary(input.rows(), skipped, runner.summary(), runner.queries());
@@ -117,29 +121,44 @@ pub fn run(args: RunArgs) -> Result<(), Failure> {
     flushed.map_err(|e| Failure::other(format!("writing output: {e}")))
 }
 
+/// How `drive` treats the input.
+#[derive(Clone, Copy, Debug)]
+struct Options {
+    /// Skip bad rows instead of failing.
+    skip_bad: bool,
+    /// The input is a stream: flush matches as soon as they are found.
+    streaming: bool,
+}
+
 /// Feeds the read-ahead events, then the rest of the input, then finishes.
 fn drive(
     runner: &mut Runner,
     sink: &mut JsonLines<BufWriter<Box<dyn Write>>>,
-    input: &mut crate::input::Input,
-    prefix: crate::input::Prefix,
-    skip_bad: bool,
+    input: &mut Input,
+    prefix: Prefix,
+    opts: Options,
     skipped: &mut u64,
 ) -> Result<(), Failure> {
-    let push = |runner: &mut Runner, sink: &mut JsonLines<_>, e: &Event| -> Result<(), Failure> {
+    let file = input.file().to_owned();
+    let push = |runner: &mut Runner, sink: &mut JsonLines<_>, e: &Event, line: u64| -> Result<(), Failure> {
+        let before = runner.summary().matches.iter().sum::<u64>();
         runner.push(e, sink).map_err(|err| match err {
-            PushError::Late { .. } => Failure::bad_input(format!("error: {}: row {}: {err}", input_name(), e.row)),
+            PushError::Late { .. } => Failure::bad_input(format!("error: {file}:{line}: row {}: {err}", e.row)),
             PushError::Io(io) => Failure::other(format!("writing output: {io}")),
-        })
+        })?;
+        if opts.streaming && runner.summary().matches.iter().sum::<u64>() != before {
+            sink.flush().map_err(|io| Failure::other(format!("writing output: {io}")))?;
+        }
+        Ok(())
     };
     let (events, error, ended) = (prefix.events, prefix.error, prefix.ended);
-    for (i, e) in events.iter().enumerate() {
+    for (i, (e, line)) in events.iter().enumerate() {
         if let Some((at, err)) = &error
             && *at == i
         {
             return Err(read_failure(err.clone()));
         }
-        push(runner, sink, e)?;
+        push(runner, sink, e, *line)?;
     }
     if let Some((_, err)) = error {
         return Err(read_failure(err));
@@ -148,9 +167,9 @@ fn drive(
         let mut e = Event::default();
         loop {
             match input.next_event(&mut e) {
-                Ok(true) => push(runner, sink, &e)?,
+                Ok(true) => push(runner, sink, &e, input.last_line())?,
                 Ok(false) => break,
-                Err(err) if skip_bad && err.is_bad_row() => {
+                Err(err) if opts.skip_bad && err.is_bad_row() => {
                     eprintln!("warning: skipped: {err}");
                     *skipped += 1;
                 }
@@ -159,10 +178,6 @@ fn drive(
         }
     }
     runner.finish(sink).map_err(|e| Failure::other(format!("writing output: {e}")))
-}
-
-fn input_name() -> &'static str {
-    "input"
 }
 
 fn parse_delay(s: &str, unit: cep_core::TimeUnit) -> Result<i64, Failure> {

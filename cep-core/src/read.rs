@@ -183,6 +183,7 @@ pub struct Reader<R: BufRead> {
     strings: StrCache,
     default_ty: Sym,
     failed: Option<ReadError>,
+    last_line: u64,
     inner: Inner<R>,
 }
 
@@ -237,6 +238,7 @@ impl<R: BufRead> Reader<R> {
             strings: StrCache::default(),
             default_ty,
             failed: None,
+            last_line: 0,
             inner,
         })
     }
@@ -261,6 +263,10 @@ impl<R: BufRead> Reader<R> {
                 if self.observe {
                     self.schema.observe(event.ty, &event.fields);
                 }
+                self.last_line = match &self.inner {
+                    Inner::Csv(csv) => csv.record.position().map_or(0, |p| p.line()),
+                    Inner::Jsonl(json) => json.line,
+                };
                 Ok(true)
             }
             Ok(false) => Ok(false),
@@ -278,6 +284,12 @@ impl<R: BufRead> Reader<R> {
                 Err(err)
             }
         }
+    }
+
+    /// The physical line (1-based) of the last event read, for messages
+    /// about that event (a late event, say).
+    pub fn last_line(&self) -> u64 {
+        self.last_line
     }
 
     /// The schema filled so far.
