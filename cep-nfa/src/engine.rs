@@ -227,11 +227,40 @@ impl History {
 }
 
 /// Candidate events of deferred negations: (position, which negations'
-/// types accept it, its frame).
+/// types accept it) and its frame, oldest first. Entries before `start` are
+/// dead; they are compacted away once they are the majority.
 #[derive(Debug, Default)]
 struct NegLog {
-    pos: VecDeque<(u64, u64)>,
-    frames: VecDeque<Value>,
+    pos: Vec<(u64, u64)>,
+    frames: Vec<Value>,
+    start: usize,
+}
+
+impl NegLog {
+    fn push(&mut self, pos: u64, mask: u64, frame: &[Value]) {
+        self.pos.push((pos, mask));
+        self.frames.extend_from_slice(frame);
+    }
+
+    /// Forgets entries before position `min`.
+    fn prune(&mut self, min: u64, width: usize) {
+        while self.pos.get(self.start).is_some_and(|&(p, _)| p < min) {
+            self.start += 1;
+        }
+        if self.start > 32 && self.start * 2 > self.pos.len() {
+            self.pos.drain(..self.start);
+            self.frames.drain(..self.start * width);
+            self.start = 0;
+        }
+    }
+
+    /// Live entries: (position, mask, frame).
+    fn entries(&self, width: usize) -> impl Iterator<Item = (u64, u64, &[Value])> {
+        self.pos[self.start..].iter().enumerate().map(move |(i, &(p, m))| {
+            let at = (self.start + i) * width;
+            (p, m, &self.frames[at..at + width])
+        })
+    }
 }
 
 #[derive(Debug)]
@@ -665,14 +694,10 @@ impl<E: StreamEvent> Engine<E> {
                 .filter(|(i, a)| **a && *deferred_mask >> i & 1 == 1)
                 .fold(0u64, |m, (i, _)| m | 1 << i);
             if mask != 0 {
-                part.log.pos.push_back((pos, mask));
-                part.log.frames.extend(frame.iter().copied());
+                part.log.push(pos, mask, frame);
             }
             let min_start = part.runs.runs.iter().map(|r| r.start_pos).min().unwrap_or(u64::MAX);
-            while part.log.pos.front().is_some_and(|&(p, _)| p < min_start) {
-                part.log.pos.pop_front();
-                part.log.frames.drain(..frame.len());
-            }
+            part.log.prune(min_start, frame.len());
         }
         if part.history.depth > 0 {
             part.history.push(prog.history.iter().map(|h| h(e)));
@@ -823,13 +848,9 @@ fn negated_in_region<E>(prog: &Program<E>, gi: usize, log: &NegLog, regs: &[Valu
         return false;
     };
     let width = prog.frame.len();
-    log.pos.iter().enumerate().any(|(i, &(p, mask))| {
+    log.entries(width).any(|(p, mask, frame)| {
         let p = p as i64;
-        if p <= lo || p >= hi || mask >> gi & 1 == 0 {
-            return false;
-        }
-        let frame: Vec<Value> = log.frames.range(i * width..(i + 1) * width).copied().collect();
-        neg.late.iter().all(|c| (c.pred)(&frame, regs))
+        p > lo && p < hi && mask >> gi & 1 == 1 && neg.late.iter().all(|c| (c.pred)(frame, regs))
     })
 }
 
