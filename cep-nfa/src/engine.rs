@@ -313,9 +313,9 @@ struct Done {
 /// assert_eq!(engine.stats().nodes, 0);
 /// # let _ = x;
 /// ```
-#[derive(Debug)]
 pub struct Engine<E> {
     prog: Program<E>,
+    callback: Option<Box<dyn FnMut(Match) + Send>>,
     parts: Vec<Partition>,
     index: AHashMap<Value, u32>,
     buffer: Buffer,
@@ -347,6 +347,7 @@ impl<E: StreamEvent> Engine<E> {
         let deferred_mask =
             prog.negations.iter().enumerate().filter(|(_, g)| g.deferred.is_some()).fold(0u64, |m, (i, _)| m | 1 << i);
         Engine {
+            callback: None,
             parts: Vec::new(),
             index: AHashMap::new(),
             buffer: Buffer::default(),
@@ -367,6 +368,31 @@ impl<E: StreamEvent> Engine<E> {
             deferred_mask,
             prog,
         }
+    }
+
+    /// Delivers matches to `f` as they become final, instead of queueing
+    /// them for [`drain`](Engine::drain) and [`pop`](Engine::pop).
+    ///
+    /// # Examples
+    /// ```
+    /// use std::sync::{Arc, Mutex};
+    /// use cep_core::{Event, Schema, Sym};
+    /// use cep_nfa::compile::{compile, Options};
+    /// use cep_nfa::engine::Engine;
+    ///
+    /// let prog = compile("PATTERN SEQ(A a, B b)", &mut Schema::new(), &Options::default()).unwrap().programs.remove(0);
+    /// let mut engine = Engine::new(prog);
+    /// let seen = Arc::new(Mutex::new(Vec::new()));
+    /// let sink = seen.clone();
+    /// engine.set_callback(move |m| sink.lock().unwrap().push(m.rows));
+    /// for (row, ty) in ["A", "B"].into_iter().enumerate() {
+    ///     engine.push(&Event::new(Sym::new(ty), row as i64, row as u64, vec![])).unwrap();
+    /// }
+    /// assert_eq!(*seen.lock().unwrap(), [vec![0, 1]]);
+    /// assert!(engine.pop().is_none());
+    /// ```
+    pub fn set_callback(&mut self, f: impl FnMut(Match) + Send + 'static) {
+        self.callback = Some(Box::new(f));
     }
 
     /// The program.
@@ -742,14 +768,18 @@ impl<E: StreamEvent> Engine<E> {
             }
             let d = &done[i];
             let key = self.parts[d.part as usize].key;
-            self.out.push_back(Match {
+            let m = Match {
                 query: 0,
                 key,
                 start: d.start,
                 end: d.end,
                 rows: std::mem::take(&mut done[i].rows),
                 ends: std::mem::take(&mut done[i].ends),
-            });
+            };
+            match &mut self.callback {
+                Some(f) => f(m),
+                None => self.out.push_back(m),
+            }
             self.stats.matches += 1;
             let d = &done[i];
             if let Some((lo, hi)) = skip_range(self.prog.skip, d) {
@@ -813,6 +843,18 @@ fn cmp_vars(a: &Done, b: &Done) -> Ordering {
         lb = eb;
     }
     Ordering::Equal
+}
+
+impl<E> std::fmt::Debug for Engine<E> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Engine")
+            .field("query", &self.prog.name)
+            .field("watermark", &self.watermark)
+            .field("partitions", &self.parts.len())
+            .field("nodes", &self.buffer.len())
+            .field("queued", &self.out.len())
+            .finish_non_exhaustive()
+    }
 }
 
 fn window_ok<E>(prog: &Program<E>, run: &Run, j: usize, ts: Timestamp, pos: u64) -> bool {

@@ -201,7 +201,8 @@ impl Runner {
         self.summary.events += 1;
         for (i, engine) in self.engines.iter_mut().enumerate() {
             engine.push(e).expect("the runner orders events");
-            for m in engine.drain() {
+            for mut m in engine.drain() {
+                m.query = i;
                 self.summary.matches[i] += 1;
                 sink.on_match(&self.infos[i], &m)?;
             }
@@ -228,7 +229,8 @@ impl Runner {
     pub fn finish(&mut self, sink: &mut impl Sink) -> io::Result<()> {
         for (i, engine) in self.engines.iter_mut().enumerate() {
             engine.finish();
-            for m in engine.drain() {
+            for mut m in engine.drain() {
+                m.query = i;
                 self.summary.matches[i] += 1;
                 sink.on_match(&self.infos[i], &m)?;
             }
