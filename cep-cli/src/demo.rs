@@ -12,16 +12,8 @@ use clap::Args;
 
 use crate::Failure;
 
-/// The demo's queries: rise_spike (LANGUAGE.md §7) and three more.
-pub const QUERIES: &str = "QUERY rise_spike
-PATTERN SEQ(Tick r, Tick s WITHIN 60 s, NOT Tick v WITHIN 10 s)
-WHERE skip-till-next-match
-  AND [key]
-  AND r.price * 100 >= PREV(r.price) * 102
-  AND s.vol >= 1000
-  AND v.price * 100 <= s.price * 99
-SELECT EARLIEST;
-
+/// The demo's queries besides rise_spike (LANGUAGE.md §7, [`w1::RISE_SPIKE`]).
+pub const OTHER_QUERIES: &str = "
 -- Three rising ticks in a row of one key, within 2 minutes.
 QUERY rally
 PATTERN SEQ(Tick a, Tick b, Tick c)
@@ -53,8 +45,9 @@ pub struct DemoArgs {
 /// Runs `cep demo`.
 pub fn demo(args: DemoArgs) -> Result<(), Failure> {
     let mut schema = w1::schema();
-    let compiled = compile(QUERIES, &mut schema, &Options::default())
-        .map_err(|d| Failure::other(format!("built-in queries: {}", d.render(QUERIES, "demo"))))?;
+    let queries = format!("{}\n{OTHER_QUERIES}", w1::RISE_SPIKE);
+    let compiled = compile(&queries, &mut schema, &Options::default())
+        .map_err(|d| Failure::other(format!("built-in queries: {}", d.render(&queries, "demo"))))?;
     println!("cep demo: {} W1 ticks (10,000 keys, DESIGN.md §3), one thread\n", args.ticks);
     println!(
         "{:<14} {:>10} {:>9} {:>10} {:>10} {:>11}",

@@ -6,8 +6,6 @@
 //! constant or with each other — get closures of their own, so the per-event
 //! cost of `s.vol >= 1000` is one indexed load and one compare.
 
-use std::cmp::Ordering;
-
 use cep_core::Value;
 
 use super::ops;
@@ -146,7 +144,7 @@ fn cmp_fn(op: BinOp, a: &Node, b: &Node) -> BoolFn {
         (Node::Slot(s), Node::Const(Value::Int(c))) => {
             let (s, c) = (*s as usize, *c);
             Box::new(move |f, _| match f[s] {
-                Value::Int(x) => int_cmp(op, x, c),
+                Value::Int(x) => ops::holds(op, x.cmp(&c)),
                 v => ops::compare(op, v, Value::Int(c)),
             })
         }
@@ -170,20 +168,6 @@ fn cmp_fn(op: BinOp, a: &Node, b: &Node) -> BoolFn {
             let (a, b) = (value_fn(a), value_fn(b));
             Box::new(move |f, g| ops::compare(op, a(f, g), b(f, g)))
         }
-    }
-}
-
-#[inline]
-fn int_cmp(op: BinOp, x: i64, y: i64) -> bool {
-    let o = x.cmp(&y);
-    match op {
-        BinOp::Eq => o == Ordering::Equal,
-        BinOp::Ne => o != Ordering::Equal,
-        BinOp::Lt => o == Ordering::Less,
-        BinOp::Le => o != Ordering::Greater,
-        BinOp::Gt => o == Ordering::Greater,
-        BinOp::Ge => o != Ordering::Less,
-        _ => false,
     }
 }
 

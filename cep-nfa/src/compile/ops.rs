@@ -67,6 +67,12 @@ pub fn compare(op: BinOp, a: Value, b: Value) -> bool {
             None => return false,
         },
     };
+    holds(op, ord)
+}
+
+/// Whether comparison `op` holds for two values ordered `ord`.
+#[inline]
+pub fn holds(op: BinOp, ord: Ordering) -> bool {
     match op {
         BinOp::Eq => ord == Ordering::Equal,
         BinOp::Ne => ord != Ordering::Equal,
