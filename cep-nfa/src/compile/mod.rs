@@ -413,8 +413,9 @@ impl<'a> StatementCompiler<'a> {
         let mut out = Vec::new();
         for t in types {
             let sym = Sym::new(&t.name);
-            // With no input seen at all there is nothing to check against.
-            let nothing_seen = !self.schema.is_complete() && self.schema.type_names().is_empty();
+            // With no event seen at all (no input yet, or an empty one) there
+            // is nothing to check against: an empty input is not a bad query.
+            let nothing_seen = self.schema.type_names().is_empty();
             if !nothing_seen && self.schema.type_info(sym).is_none() {
                 let known = self.schema.type_names();
                 let hint = if known.is_empty() {

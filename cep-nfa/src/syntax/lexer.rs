@@ -160,7 +160,10 @@ pub fn tokenize(src: &str) -> Result<Vec<Token>, Diagnostic> {
         let ch = src[i..].chars().next().unwrap_or('\u{fffd}');
         return Err(Diagnostic::error(Span::new(i, i + ch.len_utf8()), format!("unexpected character `{ch}`")));
     }
-    out.push(Token { tok: Tok::Eof, span: Span::new(src.len(), src.len()) });
+    // The end sits right after the last token, so that "found the end of the
+    // query" points at the line where the query stops, not at trailing space.
+    let end = out.last().map_or(src.len(), |t: &Token| t.span.end as usize);
+    out.push(Token { tok: Tok::Eof, span: Span::new(end, end) });
     Ok(out)
 }
 

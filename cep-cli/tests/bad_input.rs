@@ -1,0 +1,343 @@
+//! Bad input through the `cep` binary (LANGUAGE.md §1, §6): every problem is
+//! a clear message saying what is wrong and where (`FILE:LINE:` for events,
+//! `FILE:LINE:COL` for queries), with the documented exit code, never a
+//! panic; matches emitted before an error stay on stdout.
+//!
+//! Also the subcommands' basic contract: `--threads 2` is refused for now,
+//! `cep check` prints a plan, `cep demo` runs.
+
+use std::path::PathBuf;
+use std::process::Command;
+
+const CEP: &str = env!("CARGO_BIN_EXE_cep");
+
+/// A scratch directory for one test, removed on drop.
+struct Scratch(PathBuf);
+
+impl Scratch {
+    fn new(test: &str) -> Scratch {
+        let dir = std::env::temp_dir().join(format!("cep-cli-bad-input-{}-{test}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        std::fs::create_dir_all(&dir).unwrap_or_else(|e| panic!("{}: {e}", dir.display()));
+        Scratch(dir)
+    }
+
+    /// Writes `file` and returns its path as a string (as passed to `cep`).
+    fn write(&self, file: &str, text: impl AsRef<[u8]>) -> String {
+        let p = self.0.join(file);
+        std::fs::write(&p, text).unwrap_or_else(|e| panic!("{}: {e}", p.display()));
+        p.to_str().expect("a UTF-8 temp path").to_owned()
+    }
+}
+
+impl Drop for Scratch {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.0);
+    }
+}
+
+#[derive(Debug)]
+struct Output {
+    code: Option<i32>,
+    stdout: String,
+    stderr: String,
+}
+
+fn cep(args: &[&str]) -> Output {
+    let out = Command::new(CEP).args(args).output().expect("cannot start cep");
+    let o = Output {
+        code: out.status.code(),
+        stdout: String::from_utf8_lossy(&out.stdout).into_owned(),
+        stderr: String::from_utf8_lossy(&out.stderr).into_owned(),
+    };
+    assert!(!o.stderr.contains("panicked"), "cep panicked: {o:#?}");
+    o
+}
+
+fn run(query: &str, events: &str, extra: &[&str]) -> Output {
+    let mut args = vec!["run", "--query", query, "--events", events];
+    args.extend_from_slice(extra);
+    cep(&args)
+}
+
+/// Asserts exit code 2 and an `error: FILE:LINE: …` message containing every
+/// one of `words`.
+fn assert_input_error(o: &Output, file: &str, line: u64, words: &[&str]) {
+    assert_eq!(o.code, Some(2), "{o:#?}");
+    let prefix = format!("error: {file}:{line}: ");
+    let msg = o.stderr.lines().find(|l| l.starts_with(&prefix)).unwrap_or_else(|| panic!("no `{prefix}` in {o:#?}"));
+    for w in words {
+        assert!(msg.contains(w), "`{msg}` does not mention `{w}`");
+    }
+}
+
+/// Asserts exit code 2 and an `error: FILE:LINE:COL: …` message containing
+/// every one of `words`.
+fn assert_query_error(o: &Output, file: &str, line: u64, col: u64, words: &[&str]) {
+    assert_eq!(o.code, Some(2), "{o:#?}");
+    let prefix = format!("error: {file}:{line}:{col}: ");
+    let msg = o.stderr.lines().find(|l| l.starts_with(&prefix)).unwrap_or_else(|| panic!("no `{prefix}` in {o:#?}"));
+    for w in words {
+        assert!(msg.contains(w), "`{msg}` does not mention `{w}`");
+    }
+}
+
+fn summary(o: &Output) -> &str {
+    o.stderr.lines().find(|l| l.starts_with("summary:")).unwrap_or_else(|| panic!("no summary in {o:#?}"))
+}
+
+const AB: &str = "PATTERN SEQ(A a, B b)\n";
+
+#[test]
+fn empty_events_file() {
+    let d = Scratch::new("empty");
+    let q = d.write("q.cep", AB);
+    let e = d.write("e.csv", "");
+    let o = run(&q, &e, &[]);
+    assert_input_error(&o, &e, 1, &["empty"]);
+    assert!(o.stdout.is_empty());
+}
+
+#[test]
+fn header_only() {
+    // Without a `type` column every event is an `Event`, so the query's type
+    // is known even though no row comes.
+    let d = Scratch::new("header-only");
+    let q = d.write("q.cep", "PATTERN SEQ(Event a, Event b) WHERE b.x > a.x\n");
+    let e = d.write("e.csv", "ts,x\n");
+    let o = run(&q, &e, &[]);
+    assert_eq!(o.code, Some(0), "{o:#?}");
+    assert!(o.stdout.is_empty(), "{o:#?}");
+    assert!(summary(&o).starts_with("summary: 0 rows read, 0 skipped, 0 late, 0 matches"), "{o:#?}");
+}
+
+#[test]
+fn no_ts_column() {
+    let d = Scratch::new("no-ts");
+    let q = d.write("q.cep", AB);
+    let e = d.write("e.csv", "time,type\n0,A\n1,B\n");
+    let o = run(&q, &e, &[]);
+    assert_input_error(&o, &e, 1, &["ts"]);
+}
+
+#[test]
+fn non_integer_ts() {
+    let d = Scratch::new("bad-ts");
+    let q = d.write("q.cep", AB);
+    let e = d.write("e.csv", "ts,type\n0,A\n1.5,B\n2,B\n");
+    let o = run(&q, &e, &[]);
+    assert_input_error(&o, &e, 3, &["ts", "1.5"]);
+    let e = d.write("e2.csv", "ts,type\n0,A\nabc,B\n");
+    assert_input_error(&run(&q, &e, &[]), &e, 3, &["ts", "abc"]);
+    // A missing ts is bad too.
+    let e = d.write("e3.csv", "ts,type\n0,A\n,B\n");
+    assert_input_error(&run(&q, &e, &[]), &e, 3, &["ts"]);
+}
+
+#[test]
+fn overflowing_ts() {
+    let d = Scratch::new("overflow-ts");
+    let q = d.write("q.cep", AB);
+    let e = d.write("e.csv", "ts,type\n0,A\n99999999999999999999,B\n");
+    let o = run(&q, &e, &[]);
+    assert_input_error(&o, &e, 3, &["ts", "99999999999999999999"]);
+}
+
+#[test]
+fn ragged_row() {
+    let d = Scratch::new("ragged");
+    let q = d.write("q.cep", AB);
+    // Row 1 (line 3) has three cells under a two-column header.
+    let e = d.write("e.csv", "ts,type\n0,A\n1,B,7\n2,A\n3,B\n");
+    let o = run(&q, &e, &[]);
+    assert_input_error(&o, &e, 3, &["cells"]);
+    assert!(o.stdout.is_empty(), "{o:#?}");
+
+    // Skipped: the run goes on; the bad row keeps its row number (1).
+    let o = run(&q, &e, &["--on-bad-row", "skip"]);
+    assert_eq!(o.code, Some(0), "{o:#?}");
+    assert!(o.stderr.contains(&format!("{e}:3:")), "the skip warning names the line: {o:#?}");
+    assert!(summary(&o).starts_with("summary: 4 rows read, 1 skipped, 0 late, 2 matches"), "{o:#?}");
+    let lines: Vec<&str> = o.stdout.lines().collect();
+    assert_eq!(lines.len(), 2, "{o:#?}");
+    assert!(lines[0].contains(r#""vars":{"a":[0],"b":[3]}"#), "{o:#?}");
+    assert!(lines[1].contains(r#""vars":{"a":[2],"b":[3]}"#), "{o:#?}");
+}
+
+#[test]
+fn invalid_json_line() {
+    let d = Scratch::new("bad-json");
+    let q = d.write("q.cep", AB);
+    let e = d.write("e.jsonl", "{\"ts\":0,\"type\":\"A\"}\n{\"ts\":1,\"type\":\"B\"\n{\"ts\":2,\"type\":\"B\"}\n");
+    let o = run(&q, &e, &[]);
+    assert_input_error(&o, &e, 2, &["JSON"]);
+    // Skipped, the B at line 3 (row 2) completes the match.
+    let o = run(&q, &e, &["--on-bad-row", "skip"]);
+    assert_eq!(o.code, Some(0), "{o:#?}");
+    assert!(o.stdout.contains(r#""vars":{"a":[0],"b":[2]}"#), "{o:#?}");
+    assert!(summary(&o).contains("1 skipped"), "{o:#?}");
+}
+
+#[test]
+fn ten_mb_line() {
+    let d = Scratch::new("10mb");
+    let big = "x".repeat(10 << 20);
+    let q = d.write("q.cep", "PATTERN SEQ(A a, B b) WHERE skip-till-any-match AND b.s != a.s\n");
+    // a0 pairs with b1 (different s) but not with b2 (the same 10 MB string).
+    let e = d.write("e.csv", format!("ts,type,s\n0,A,{big}\n1,B,short\n2,B,{big}\n"));
+    let o = run(&q, &e, &[]);
+    assert_eq!(o.code, Some(0), "{}", o.stderr);
+    let lines: Vec<&str> = o.stdout.lines().collect();
+    assert_eq!(lines.len(), 1, "{}", o.stdout);
+    assert!(lines[0].contains(r#""vars":{"a":[0],"b":[1]}"#), "{}", o.stdout);
+    assert!(summary(&o).starts_with("summary: 3 rows read, 0 skipped, 0 late, 1 match"), "{}", o.stderr);
+}
+
+#[test]
+fn nan_and_inf_in_a_float_column() {
+    let d = Scratch::new("nan-inf");
+    let q = d.write("q.cep", "PATTERN SEQ(A a, B b) WHERE b.x > a.x\n");
+    for (i, bad) in ["NaN", "nan", "inf", "-inf", "+Infinity", "1e999"].iter().enumerate() {
+        let e = d.write(&format!("e{i}.csv"), format!("ts,type,x\n0,A,1.5\n1,B,{bad}\n2,B,2.5\n"));
+        let o = run(&q, &e, &[]);
+        assert_input_error(&o, &e, 3, &[bad]);
+    }
+    // Finite floats are fine.
+    let e = d.write("ok.csv", "ts,type,x\n0,A,1.5\n1,B,-2e3\n2,B,2.5\n");
+    let o = run(&q, &e, &[]);
+    assert_eq!(o.code, Some(0), "{o:#?}");
+    assert!(o.stdout.contains(r#""vars":{"a":[0],"b":[2]}"#), "{o:#?}");
+}
+
+#[test]
+fn syntax_error_at_the_end_of_the_query() {
+    let d = Scratch::new("syntax-end");
+    let e = d.write("e.csv", "ts,type,x\n0,A,1\n1,B,2\n");
+    // No final newline: the error is just past the last character.
+    let src = "PATTERN SEQ(A a, B b) WHERE";
+    let q = d.write("q.cep", src);
+    let o = run(&q, &e, &[]);
+    let col = src.len() as u64 + 1;
+    assert_query_error(&o, &q, 1, col, &["end of the query"]);
+    // The source line, then the caret under the position after its end.
+    let lines: Vec<&str> = o.stderr.lines().collect();
+    let at = lines.iter().position(|l| l.ends_with(src)).unwrap_or_else(|| panic!("no source line: {o:#?}"));
+    let caret = lines.get(at + 1).copied().unwrap_or_default();
+    assert_eq!(caret.find('^'), Some(lines[at].len()), "caret not at the end:\n{}", o.stderr);
+    assert!(o.stdout.is_empty());
+
+    // Several lines, the last one cut short: the error is at the end.
+    let q = d.write("q2.cep", "QUERY q\nPATTERN SEQ(A a, B b)\nWHERE a.x >\n");
+    let o = run(&q, &e, &[]);
+    assert_eq!(o.code, Some(2), "{o:#?}");
+    assert!(o.stderr.contains("end of the query"), "{o:#?}");
+    assert!(o.stderr.contains(&format!("{q}:3:12:")) || o.stderr.contains(&format!("{q}:4:1:")), "{o:#?}");
+    // `cep check` reports the same.
+    let c = cep(&["check", "--query", &q]);
+    assert_eq!(c.code, Some(2), "{c:#?}");
+    assert!(c.stderr.contains("end of the query"), "{c:#?}");
+}
+
+#[test]
+fn unknown_type() {
+    let d = Scratch::new("unknown-type");
+    let q = d.write("q.cep", "PATTERN SEQ(A a, Z b)\n");
+    let e = d.write("e.csv", "ts,type\n0,A\n1,B\n");
+    let o = run(&q, &e, &[]);
+    assert_query_error(&o, &q, 1, 18, &["unknown type", "Z"]);
+    assert!(o.stdout.is_empty());
+}
+
+#[test]
+fn integer_literal_beyond_i64() {
+    let d = Scratch::new("big-literal");
+    let q = d.write("q.cep", "PATTERN A a WHERE a.x > 99999999999999999999\n");
+    let e = d.write("e.csv", "ts,type,x\n0,A,1\n");
+    let o = run(&q, &e, &[]);
+    assert_query_error(&o, &q, 1, 25, &["99999999999999999999"]);
+    // The largest i64 is fine.
+    let q = d.write("q2.cep", "PATTERN A a WHERE a.x < 9223372036854775807\n");
+    let o = run(&q, &e, &[]);
+    assert_eq!(o.code, Some(0), "{o:#?}");
+    assert_eq!(o.stdout.lines().count(), 1, "{o:#?}");
+}
+
+#[test]
+fn division_by_zero_and_overflow_in_a_predicate() {
+    // NULL semantics: a comparison with NULL is false, its NOT true.
+    // row 0: x 10, y 0: 10 / 0 and 10 % 0 are NULL; 10 + 0 = 10.
+    // row 1: x i64::MAX, y 1: MAX / 1 = MAX; MAX + 1 overflows: NULL; MAX % 1 = 0.
+    // row 2: x 4, y 2: everything defined.
+    let d = Scratch::new("div-zero");
+    let q = d.write(
+        "q.cep",
+        "QUERY div PATTERN A a WHERE a.x / a.y >= 0;\n\
+         QUERY notdiv PATTERN A a WHERE NOT a.x / a.y >= 0;\n\
+         QUERY ovf PATTERN A a WHERE a.x + a.y > 0;\n\
+         QUERY mod PATTERN A a WHERE a.x % a.y = 0;\n",
+    );
+    let e = d.write("e.csv", "ts,type,x,y\n0,A,10,0\n1,A,9223372036854775807,1\n2,A,4,2\n");
+    let o = run(&q, &e, &[]);
+    assert_eq!(o.code, Some(0), "{o:#?}");
+    let got: Vec<String> = o
+        .stdout
+        .lines()
+        .map(|l| {
+            let v: serde_json::Value = serde_json::from_str(l).expect("a JSON line");
+            format!("{} {}", v["query"].as_str().unwrap(), v["vars"]["a"])
+        })
+        .collect();
+    assert_eq!(got, ["notdiv [0]", "ovf [0]", "div [1]", "mod [1]", "div [2]", "ovf [2]", "mod [2]"], "{o:#?}");
+}
+
+#[test]
+fn matches_before_an_error_are_kept() {
+    let d = Scratch::new("keep-matches");
+    let q = d.write("q.cep", AB);
+    // The match a0 b1 is complete at row 1; row 2 (line 4) is bad.
+    let e = d.write("e.csv", "ts,type\n0,A\n1,B\nx,A\n3,B\n");
+    let o = run(&q, &e, &[]);
+    assert_input_error(&o, &e, 4, &["ts"]);
+    let lines: Vec<&str> = o.stdout.lines().collect();
+    assert_eq!(lines.len(), 1, "{o:#?}");
+    assert!(lines[0].contains(r#""vars":{"a":[0],"b":[1]}"#), "{o:#?}");
+
+    // The same far into the input (beyond the read-ahead used to learn the
+    // schema): 3000 pairs A B, then a ragged row.
+    let mut csv = String::from("ts,type\n");
+    for i in 0..3000 {
+        csv.push_str(&format!("{},A\n{},B\n", 2 * i, 2 * i + 1));
+    }
+    csv.push_str("6000,A,oops\n6001,B\n");
+    let e = d.write("long.csv", csv);
+    let o = run(&q, &e, &[]);
+    assert_input_error(&o, &e, 6002, &["cells"]);
+    assert_eq!(o.stdout.lines().count(), 3000, "{}", o.stderr);
+    assert!(o.stdout.lines().last().unwrap().contains(r#""vars":{"a":[5998],"b":[5999]}"#));
+}
+
+#[test]
+fn threads_above_one_not_yet() {
+    let d = Scratch::new("threads");
+    let q = d.write("q.cep", AB);
+    let e = d.write("e.csv", "ts,type\n0,A\n1,B\n");
+    let o = run(&q, &e, &["--threads", "2"]);
+    assert_eq!(o.code, Some(1), "{o:#?}");
+    assert!(o.stderr.contains("--threads") && o.stderr.contains("not supported yet"), "{o:#?}");
+}
+
+#[test]
+fn check_prints_the_plan() {
+    let d = Scratch::new("check");
+    let q = d.write("q.cep", AB);
+    let o = cep(&["check", "--query", &q]);
+    assert_eq!(o.code, Some(0), "{o:#?}");
+    assert!(o.stdout.contains("engine: run"), "{o:#?}");
+}
+
+#[test]
+fn demo_runs() {
+    let o = cep(&["demo", "--ticks", "20000"]);
+    assert_eq!(o.code, Some(0), "{o:#?}");
+    assert!(o.stdout.contains("rise_spike"), "{o:#?}");
+}

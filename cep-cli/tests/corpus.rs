@@ -1,0 +1,284 @@
+//! The text corpus `testdata/*.case` (format: `testdata/README.md`), run
+//! through the `cep` binary: `cep run --query Q --events E.csv [options]`.
+//!
+//! For every case: exit code 0; stdout holds the expected match lines (compared
+//! as JSON after removing `"id"`), in order; every id is 32 lower-case hex
+//! digits, distinct within the run, and a second run prints exactly the same
+//! bytes; the stderr summary counts the rows and the matches. All cases run in
+//! one test that reports every failing case.
+
+use std::fmt::Write as _;
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+/// Cases the binary is known to get wrong (skipped with a note). Each entry
+/// names a case file without its extension.
+const KNOWN_BAD: &[&str] = &[];
+
+const CORPUS: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/../testdata");
+const CEP: &str = env!("CARGO_BIN_EXE_cep");
+
+/// One parsed `.case` file.
+#[derive(Debug, Default)]
+struct Case {
+    query: String,
+    events: String,
+    matches: Vec<String>,
+    options: Vec<String>,
+}
+
+/// Parses a case file (see `testdata/README.md`).
+fn parse_case(text: &str) -> Result<Case, String> {
+    let mut case = Case::default();
+    let mut section: Option<&str> = None;
+    let mut seen: Vec<&str> = Vec::new();
+    for (i, line) in text.lines().enumerate() {
+        if line.starts_with('#') {
+            continue;
+        }
+        let header = match line.trim_end() {
+            "-- query" => Some("query"),
+            "-- events" => Some("events"),
+            "-- matches" => Some("matches"),
+            "-- options" => Some("options"),
+            _ => None,
+        };
+        if let Some(h) = header {
+            if seen.contains(&h) {
+                return Err(format!("line {}: section `{h}` given twice", i + 1));
+            }
+            seen.push(h);
+            section = Some(h);
+            continue;
+        }
+        match section {
+            None if line.trim().is_empty() => {}
+            None => return Err(format!("line {}: text before the first section", i + 1)),
+            Some("query") => {
+                case.query.push_str(line);
+                case.query.push('\n');
+            }
+            Some("events") => {
+                case.events.push_str(line);
+                case.events.push('\n');
+            }
+            Some("matches") => {
+                if !line.trim().is_empty() {
+                    case.matches.push(line.trim().to_owned());
+                }
+            }
+            Some(_) => case.options.extend(line.split_whitespace().map(str::to_owned)),
+        }
+    }
+    for s in ["query", "events", "matches"] {
+        if !seen.contains(&s) {
+            return Err(format!("no `-- {s}` section"));
+        }
+    }
+    for o in case.options.iter().step_by(2) {
+        if o != "--time-unit" {
+            return Err(format!("unsupported option `{o}`"));
+        }
+    }
+    Ok(case)
+}
+
+/// A scratch directory, removed on drop.
+struct Scratch(PathBuf);
+
+impl Scratch {
+    fn new(name: &str) -> Scratch {
+        let dir = std::env::temp_dir().join(format!("cep-cli-corpus-{}-{name}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        std::fs::create_dir_all(&dir).unwrap_or_else(|e| panic!("{}: {e}", dir.display()));
+        Scratch(dir)
+    }
+
+    fn write(&self, file: &str, text: &str) -> PathBuf {
+        let p = self.0.join(file);
+        std::fs::write(&p, text).unwrap_or_else(|e| panic!("{}: {e}", p.display()));
+        p
+    }
+}
+
+impl Drop for Scratch {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.0);
+    }
+}
+
+/// The output of one `cep run`.
+struct Output {
+    code: Option<i32>,
+    stdout: String,
+    stderr: String,
+}
+
+fn cep_run(query: &Path, events: &Path, options: &[String]) -> Output {
+    let out = Command::new(CEP)
+        .arg("run")
+        .arg("--query")
+        .arg(query)
+        .arg("--events")
+        .arg(events)
+        .args(options)
+        .output()
+        .expect("cannot start cep");
+    Output {
+        code: out.status.code(),
+        stdout: String::from_utf8_lossy(&out.stdout).into_owned(),
+        stderr: String::from_utf8_lossy(&out.stderr).into_owned(),
+    }
+}
+
+/// Splits a match line into the line without `"id"` and the id.
+fn split_id(line: &str) -> Result<(String, String), String> {
+    let mut v: serde_json::Value = serde_json::from_str(line).map_err(|e| format!("bad output line `{line}`: {e}"))?;
+    let id = v
+        .as_object_mut()
+        .and_then(|o| o.remove("id"))
+        .and_then(|id| id.as_str().map(str::to_owned))
+        .ok_or_else(|| format!("output line without a string \"id\": `{line}`"))?;
+    let stripped = match line.rfind(",\"id\":\"") {
+        Some(at) => format!("{}}}", &line[..at]),
+        None => v.to_string(),
+    };
+    Ok((stripped, id))
+}
+
+fn is_id(id: &str) -> bool {
+    id.len() == 32 && id.bytes().all(|b| b.is_ascii_digit() || (b'a'..=b'f').contains(&b))
+}
+
+/// Data rows of a CSV text (non-blank lines after the header; the corpus has
+/// no quoted line breaks).
+fn data_rows(csv: &str) -> usize {
+    csv.lines().filter(|l| !l.trim().is_empty()).count().saturating_sub(1)
+}
+
+fn check_case(name: &str, case: &Case) -> Result<(), String> {
+    let dir = Scratch::new(name);
+    let query = dir.write("query.cep", &case.query);
+    let events = dir.write("events.csv", &case.events);
+    let first = cep_run(&query, &events, &case.options);
+    if first.code != Some(0) {
+        return Err(format!("exit code {:?}, stderr:\n{}", first.code, first.stderr));
+    }
+    if first.stderr.contains("panicked") {
+        return Err(format!("stderr mentions a panic:\n{}", first.stderr));
+    }
+    let mut actual = Vec::new();
+    let mut ids = Vec::new();
+    for line in first.stdout.lines() {
+        let (stripped, id) = split_id(line)?;
+        if !is_id(&id) {
+            return Err(format!("id `{id}` is not 32 lower-case hex digits: `{line}`"));
+        }
+        actual.push(stripped);
+        ids.push(id);
+    }
+    if !same(&case.matches, &actual)? {
+        return Err(diff(&case.matches, &actual));
+    }
+    let mut unique = ids.clone();
+    unique.sort();
+    unique.dedup();
+    if unique.len() != ids.len() {
+        return Err(format!("duplicate ids in one run:\n{}", first.stdout));
+    }
+    // The summary: rows read and the match count.
+    let summary = first
+        .stderr
+        .lines()
+        .find(|l| l.starts_with("summary:"))
+        .ok_or_else(|| format!("no summary line on stderr:\n{}", first.stderr))?;
+    let n = case.matches.len();
+    let want_matches = format!(" {n} {}", if n == 1 { "match" } else { "matches" });
+    let want_rows = format!("summary: {} rows read, 0 skipped, 0 late,", data_rows(&case.events));
+    if !summary.contains(&want_matches) || !summary.starts_with(&want_rows) {
+        return Err(format!("summary `{summary}` does not say `{want_rows}` and `{want_matches}`"));
+    }
+    // Ids (and everything else) are the same on a second run.
+    let second = cep_run(&query, &events, &case.options);
+    if second.code != Some(0) || second.stdout != first.stdout {
+        return Err(format!(
+            "a second run differs: exit {:?}\nfirst:\n{}second:\n{}",
+            second.code, first.stdout, second.stdout
+        ));
+    }
+    Ok(())
+}
+
+/// Compares expected and actual lines as JSON values, in order.
+fn same(expected: &[String], actual: &[String]) -> Result<bool, String> {
+    if expected.len() != actual.len() {
+        return Ok(false);
+    }
+    for (e, a) in expected.iter().zip(actual) {
+        let ev: serde_json::Value = serde_json::from_str(e).map_err(|err| format!("bad expected line `{e}`: {err}"))?;
+        let av: serde_json::Value = serde_json::from_str(a).map_err(|err| format!("bad output line `{a}`: {err}"))?;
+        if ev.get("id").is_some() {
+            return Err(format!("expected line has an \"id\": `{e}`"));
+        }
+        if ev != av {
+            return Ok(false);
+        }
+    }
+    Ok(true)
+}
+
+fn diff(expected: &[String], actual: &[String]) -> String {
+    let mut s = String::from("expected:\n");
+    for l in expected {
+        let _ = writeln!(s, "  {l}");
+    }
+    s.push_str("actual:\n");
+    for l in actual {
+        let _ = writeln!(s, "  {l}");
+    }
+    s
+}
+
+fn case_files() -> Vec<PathBuf> {
+    let mut files: Vec<PathBuf> = std::fs::read_dir(CORPUS)
+        .unwrap_or_else(|e| panic!("cannot list {CORPUS}: {e}"))
+        .map(|d| d.expect("directory entry").path())
+        .filter(|p| p.extension().is_some_and(|x| x == "case"))
+        .collect();
+    files.sort();
+    files
+}
+
+#[test]
+fn corpus_through_the_binary() {
+    let files = case_files();
+    assert!(files.len() >= 20, "expected the corpus in {CORPUS}, found {} cases", files.len());
+    let mut failures = String::new();
+    let mut passed = 0;
+    for path in &files {
+        let name = path.file_stem().and_then(|s| s.to_str()).unwrap_or("?").to_owned();
+        if KNOWN_BAD.contains(&name.as_str()) {
+            println!("note: skipping known-bad case {name}");
+            continue;
+        }
+        let text = std::fs::read_to_string(path).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
+        match parse_case(&text).and_then(|case| check_case(&name, &case)) {
+            Ok(()) => passed += 1,
+            Err(msg) => {
+                let _ = writeln!(failures, "=== {name} ({})\n{msg}", path.display());
+            }
+        }
+    }
+    println!("{passed} of {} cases passed", files.len());
+    assert!(failures.is_empty(), "corpus failures:\n{failures}");
+}
+
+#[test]
+fn ids_are_stable_hex() {
+    assert!(is_id("0123456789abcdef0123456789abcdef"));
+    assert!(!is_id("0123456789ABCDEF0123456789abcdef"));
+    assert!(!is_id("0123"));
+    let (line, id) = split_id(r#"{"query":"q","key":null,"vars":{"a":[0]},"id":"00ff"}"#).unwrap();
+    assert_eq!(line, r#"{"query":"q","key":null,"vars":{"a":[0]}}"#);
+    assert_eq!(id, "00ff");
+}

@@ -1,0 +1,242 @@
+//! The text corpus `testdata/*.case` (format: `testdata/README.md`), run on
+//! the library: `cep_core::Reader` → `compile` → one [`Engine`] per
+//! statement, as `cep run` does it.
+//!
+//! Every statement's engine sees every event in input order; after each event
+//! the engines are drained in statement order, and at the end each engine is
+//! finished and drained in statement order. Each match is formatted with
+//! `Match::write_json`, its `"id"` removed, and compared (as JSON) with the
+//! case's expected lines, in order. All cases run in one test that reports
+//! every failing case.
+
+use std::fmt::Write as _;
+use std::path::{Path, PathBuf};
+
+use cep_core::{Event, Format, Reader, TimeUnit};
+use cep_nfa::compile::{Options, compile};
+use cep_nfa::engine::Engine;
+
+/// Cases the engine is known to get wrong (skipped with a note). Each entry
+/// names a case file without its extension.
+const KNOWN_BAD: &[&str] = &[];
+
+const CORPUS: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/../testdata");
+
+/// One parsed `.case` file.
+#[derive(Debug, Default)]
+struct Case {
+    name: String,
+    query: String,
+    events: String,
+    matches: Vec<String>,
+    options: Vec<String>,
+}
+
+/// Parses a case file (see `testdata/README.md`).
+fn parse_case(name: &str, text: &str) -> Result<Case, String> {
+    let mut case = Case { name: name.to_owned(), ..Case::default() };
+    let mut section: Option<&str> = None;
+    let mut seen: Vec<&str> = Vec::new();
+    for (i, line) in text.lines().enumerate() {
+        if line.starts_with('#') {
+            continue;
+        }
+        let header = match line.trim_end() {
+            "-- query" => Some("query"),
+            "-- events" => Some("events"),
+            "-- matches" => Some("matches"),
+            "-- options" => Some("options"),
+            _ => None,
+        };
+        if let Some(h) = header {
+            if seen.contains(&h) {
+                return Err(format!("line {}: section `{h}` given twice", i + 1));
+            }
+            seen.push(h);
+            section = Some(h);
+            continue;
+        }
+        match section {
+            None if line.trim().is_empty() => {}
+            None => return Err(format!("line {}: text before the first section", i + 1)),
+            Some("query") => {
+                case.query.push_str(line);
+                case.query.push('\n');
+            }
+            Some("events") => {
+                case.events.push_str(line);
+                case.events.push('\n');
+            }
+            Some("matches") => {
+                if !line.trim().is_empty() {
+                    case.matches.push(line.trim().to_owned());
+                }
+            }
+            Some(_) => case.options.extend(line.split_whitespace().map(str::to_owned)),
+        }
+    }
+    for s in ["query", "events", "matches"] {
+        if !seen.contains(&s) {
+            return Err(format!("no `-- {s}` section"));
+        }
+    }
+    Ok(case)
+}
+
+/// The `--time-unit` of a case's options (the only option).
+fn time_unit(options: &[String]) -> Result<TimeUnit, String> {
+    let mut unit = TimeUnit::Millis;
+    let mut it = options.iter();
+    while let Some(o) = it.next() {
+        match o.as_str() {
+            "--time-unit" => {
+                let v = it.next().ok_or("--time-unit needs a value")?;
+                unit = TimeUnit::parse(v).ok_or_else(|| format!("bad --time-unit `{v}`"))?;
+            }
+            other => return Err(format!("unsupported option `{other}`")),
+        }
+    }
+    Ok(unit)
+}
+
+/// A match line without its `"id"` (textually: it is the last key).
+fn strip_id(line: &str) -> String {
+    match line.rfind(",\"id\":\"") {
+        Some(at) => format!("{}}}", &line[..at]),
+        None => line.to_owned(),
+    }
+}
+
+/// Runs a case; returns the match lines (without ids).
+fn run_case(case: &Case) -> Result<Vec<String>, String> {
+    let unit = time_unit(&case.options)?;
+    let file = format!("{}.csv", case.name);
+    let mut reader =
+        Reader::new(case.events.as_bytes(), &file, Format::Csv).map_err(|e| format!("reading events: {e}"))?;
+    let mut events = Vec::new();
+    let mut e = Event::default();
+    while reader.next_event(&mut e).map_err(|e| format!("reading events: {e}"))? {
+        events.push(e.clone());
+    }
+    reader.schema_mut().set_complete(true);
+    let mut schema = reader.schema().clone();
+    let compiled = compile(&case.query, &mut schema, &Options { time_unit: unit })
+        .map_err(|d| format!("compiling the query:\n{}", d.render(&case.query, "query")))?;
+    let names: Vec<String> = compiled.programs.iter().map(|p| p.name.clone()).collect();
+    let vars: Vec<Vec<String>> =
+        compiled.programs.iter().map(|p| p.var_names().iter().map(|s| s.to_string()).collect()).collect();
+    let mut engines: Vec<Engine<Event>> = compiled.programs.into_iter().map(Engine::new).collect();
+    let mut out = Vec::new();
+    let emit = |i: usize, engine: &mut Engine<Event>, out: &mut Vec<String>| {
+        let var_refs: Vec<&str> = vars[i].iter().map(String::as_str).collect();
+        for m in engine.drain() {
+            let mut line = String::new();
+            m.write_json(&mut line, &names[i], &var_refs);
+            out.push(strip_id(&line));
+        }
+    };
+    for ev in &events {
+        for engine in engines.iter_mut() {
+            engine.push(ev).map_err(|l| format!("row {}: {l}", ev.row))?;
+        }
+        for (i, engine) in engines.iter_mut().enumerate() {
+            emit(i, engine, &mut out);
+        }
+    }
+    for (i, engine) in engines.iter_mut().enumerate() {
+        engine.finish();
+        emit(i, engine, &mut out);
+    }
+    for (i, engine) in engines.iter().enumerate() {
+        let nodes = engine.stats().nodes;
+        if nodes != 0 {
+            return Err(format!("engine of `{}` holds {nodes} buffer nodes after finish()", names[i]));
+        }
+    }
+    Ok(out)
+}
+
+/// Compares expected and actual lines as JSON values, in order.
+fn same(expected: &[String], actual: &[String]) -> Result<bool, String> {
+    if expected.len() != actual.len() {
+        return Ok(false);
+    }
+    for (e, a) in expected.iter().zip(actual) {
+        let ev: serde_json::Value = serde_json::from_str(e).map_err(|err| format!("bad expected line `{e}`: {err}"))?;
+        let av: serde_json::Value = serde_json::from_str(a).map_err(|err| format!("bad output line `{a}`: {err}"))?;
+        if ev.get("id").is_some() {
+            return Err(format!("expected line has an \"id\": `{e}`"));
+        }
+        if ev != av {
+            return Ok(false);
+        }
+    }
+    Ok(true)
+}
+
+fn case_files() -> Vec<PathBuf> {
+    let mut files: Vec<PathBuf> = std::fs::read_dir(CORPUS)
+        .unwrap_or_else(|e| panic!("cannot list {CORPUS}: {e}"))
+        .map(|d| d.expect("directory entry").path())
+        .filter(|p| p.extension().is_some_and(|x| x == "case"))
+        .collect();
+    files.sort();
+    files
+}
+
+fn case_name(path: &Path) -> String {
+    path.file_stem().and_then(|s| s.to_str()).unwrap_or("?").to_owned()
+}
+
+#[test]
+fn corpus() {
+    let files = case_files();
+    assert!(files.len() >= 20, "expected the corpus in {CORPUS}, found {} cases", files.len());
+    let mut failures = String::new();
+    let mut passed = 0;
+    for path in &files {
+        let name = case_name(path);
+        if KNOWN_BAD.contains(&name.as_str()) {
+            println!("note: skipping known-bad case {name}");
+            continue;
+        }
+        let text = std::fs::read_to_string(path).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
+        let result = parse_case(&name, &text).and_then(|case| {
+            let actual = run_case(&case)?;
+            if same(&case.matches, &actual)? { Ok(()) } else { Err(diff(&case.matches, &actual)) }
+        });
+        match result {
+            Ok(()) => passed += 1,
+            Err(msg) => {
+                let _ = writeln!(failures, "=== {name} ({})\n{msg}", path.display());
+            }
+        }
+    }
+    println!("{passed} of {} cases passed", files.len());
+    assert!(failures.is_empty(), "corpus failures:\n{failures}");
+}
+
+fn diff(expected: &[String], actual: &[String]) -> String {
+    let mut s = String::from("expected:\n");
+    for l in expected {
+        let _ = writeln!(s, "  {l}");
+    }
+    s.push_str("actual:\n");
+    for l in actual {
+        let _ = writeln!(s, "  {l}");
+    }
+    s
+}
+
+#[test]
+fn case_format() {
+    let text = "# a comment\n-- query\nPATTERN A a -- trailing comment\n-- options\n--time-unit s\n-- events\n\
+                ts,type\n# not a row\n0,A\n-- matches\n\n{\"query\":\"q1\"}\n";
+    let case = parse_case("t", text).unwrap();
+    assert_eq!(case.query, "PATTERN A a -- trailing comment\n");
+    assert_eq!(case.events, "ts,type\n0,A\n");
+    assert_eq!(case.matches, ["{\"query\":\"q1\"}"]);
+    assert_eq!(time_unit(&case.options).unwrap(), TimeUnit::Seconds);
+    assert!(parse_case("t", "-- query\nPATTERN A a\n-- events\nts\n").is_err());
+    assert_eq!(strip_id(r#"{"query":"q","vars":{},"id":"00ff"}"#), r#"{"query":"q","vars":{}}"#);
+}
