@@ -11,77 +11,14 @@ use std::fmt::Write as _;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
+use cep_nfa::corpus::{self, Case};
+
 /// Cases the binary is known to get wrong (skipped with a note). Each entry
 /// names a case file without its extension.
 const KNOWN_BAD: &[&str] = &[];
 
 const CORPUS: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/../testdata");
 const CEP: &str = env!("CARGO_BIN_EXE_cep");
-
-/// One parsed `.case` file.
-#[derive(Debug, Default)]
-struct Case {
-    query: String,
-    events: String,
-    matches: Vec<String>,
-    options: Vec<String>,
-}
-
-/// Parses a case file (see `testdata/README.md`).
-fn parse_case(text: &str) -> Result<Case, String> {
-    let mut case = Case::default();
-    let mut section: Option<&str> = None;
-    let mut seen: Vec<&str> = Vec::new();
-    for (i, line) in text.lines().enumerate() {
-        if line.starts_with('#') {
-            continue;
-        }
-        let header = match line.trim_end() {
-            "-- query" => Some("query"),
-            "-- events" => Some("events"),
-            "-- matches" => Some("matches"),
-            "-- options" => Some("options"),
-            _ => None,
-        };
-        if let Some(h) = header {
-            if seen.contains(&h) {
-                return Err(format!("line {}: section `{h}` given twice", i + 1));
-            }
-            seen.push(h);
-            section = Some(h);
-            continue;
-        }
-        match section {
-            None if line.trim().is_empty() => {}
-            None => return Err(format!("line {}: text before the first section", i + 1)),
-            Some("query") => {
-                case.query.push_str(line);
-                case.query.push('\n');
-            }
-            Some("events") => {
-                case.events.push_str(line);
-                case.events.push('\n');
-            }
-            Some("matches") => {
-                if !line.trim().is_empty() {
-                    case.matches.push(line.trim().to_owned());
-                }
-            }
-            Some(_) => case.options.extend(line.split_whitespace().map(str::to_owned)),
-        }
-    }
-    for s in ["query", "events", "matches"] {
-        if !seen.contains(&s) {
-            return Err(format!("no `-- {s}` section"));
-        }
-    }
-    for o in case.options.iter().step_by(2) {
-        if o != "--time-unit" {
-            return Err(format!("unsupported option `{o}`"));
-        }
-    }
-    Ok(case)
-}
 
 /// A scratch directory, removed on drop.
 struct Scratch(PathBuf);
@@ -240,13 +177,7 @@ fn diff(expected: &[String], actual: &[String]) -> String {
 }
 
 fn case_files() -> Vec<PathBuf> {
-    let mut files: Vec<PathBuf> = std::fs::read_dir(CORPUS)
-        .unwrap_or_else(|e| panic!("cannot list {CORPUS}: {e}"))
-        .map(|d| d.expect("directory entry").path())
-        .filter(|p| p.extension().is_some_and(|x| x == "case"))
-        .collect();
-    files.sort();
-    files
+    corpus::case_files(Path::new(CORPUS)).unwrap_or_else(|e| panic!("cannot list {CORPUS}: {e}"))
 }
 
 #[test]
@@ -262,7 +193,7 @@ fn corpus_through_the_binary() {
             continue;
         }
         let text = std::fs::read_to_string(path).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
-        match parse_case(&text).and_then(|case| check_case(&name, &case)) {
+        match Case::parse(&name, &text).and_then(|case| check_case(&name, &case)) {
             Ok(()) => passed += 1,
             Err(msg) => {
                 let _ = writeln!(failures, "=== {name} ({})\n{msg}", path.display());

@@ -3,6 +3,7 @@
 pub mod buffer;
 pub mod builder;
 pub mod compile;
+pub mod corpus;
 pub mod diag;
 pub mod engine;
 pub mod program;

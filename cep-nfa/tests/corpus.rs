@@ -12,8 +12,9 @@
 use std::fmt::Write as _;
 use std::path::{Path, PathBuf};
 
-use cep_core::{Event, Format, Reader, TimeUnit};
+use cep_core::{Event, Format, Reader};
 use cep_nfa::compile::{Options, compile};
+use cep_nfa::corpus::{self, Case, strip_id};
 use cep_nfa::engine::Engine;
 
 /// Cases the engine is known to get wrong (skipped with a note). Each entry
@@ -22,94 +23,9 @@ const KNOWN_BAD: &[&str] = &[];
 
 const CORPUS: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/../testdata");
 
-/// One parsed `.case` file.
-#[derive(Debug, Default)]
-struct Case {
-    name: String,
-    query: String,
-    events: String,
-    matches: Vec<String>,
-    options: Vec<String>,
-}
-
-/// Parses a case file (see `testdata/README.md`).
-fn parse_case(name: &str, text: &str) -> Result<Case, String> {
-    let mut case = Case { name: name.to_owned(), ..Case::default() };
-    let mut section: Option<&str> = None;
-    let mut seen: Vec<&str> = Vec::new();
-    for (i, line) in text.lines().enumerate() {
-        if line.starts_with('#') {
-            continue;
-        }
-        let header = match line.trim_end() {
-            "-- query" => Some("query"),
-            "-- events" => Some("events"),
-            "-- matches" => Some("matches"),
-            "-- options" => Some("options"),
-            _ => None,
-        };
-        if let Some(h) = header {
-            if seen.contains(&h) {
-                return Err(format!("line {}: section `{h}` given twice", i + 1));
-            }
-            seen.push(h);
-            section = Some(h);
-            continue;
-        }
-        match section {
-            None if line.trim().is_empty() => {}
-            None => return Err(format!("line {}: text before the first section", i + 1)),
-            Some("query") => {
-                case.query.push_str(line);
-                case.query.push('\n');
-            }
-            Some("events") => {
-                case.events.push_str(line);
-                case.events.push('\n');
-            }
-            Some("matches") => {
-                if !line.trim().is_empty() {
-                    case.matches.push(line.trim().to_owned());
-                }
-            }
-            Some(_) => case.options.extend(line.split_whitespace().map(str::to_owned)),
-        }
-    }
-    for s in ["query", "events", "matches"] {
-        if !seen.contains(&s) {
-            return Err(format!("no `-- {s}` section"));
-        }
-    }
-    Ok(case)
-}
-
-/// The `--time-unit` of a case's options (the only option).
-fn time_unit(options: &[String]) -> Result<TimeUnit, String> {
-    let mut unit = TimeUnit::Millis;
-    let mut it = options.iter();
-    while let Some(o) = it.next() {
-        match o.as_str() {
-            "--time-unit" => {
-                let v = it.next().ok_or("--time-unit needs a value")?;
-                unit = TimeUnit::parse(v).ok_or_else(|| format!("bad --time-unit `{v}`"))?;
-            }
-            other => return Err(format!("unsupported option `{other}`")),
-        }
-    }
-    Ok(unit)
-}
-
-/// A match line without its `"id"` (textually: it is the last key).
-fn strip_id(line: &str) -> String {
-    match line.rfind(",\"id\":\"") {
-        Some(at) => format!("{}}}", &line[..at]),
-        None => line.to_owned(),
-    }
-}
-
 /// Runs a case; returns the match lines (without ids).
 fn run_case(case: &Case) -> Result<Vec<String>, String> {
-    let unit = time_unit(&case.options)?;
+    let unit = case.time_unit()?;
     let file = format!("{}.csv", case.name);
     let mut reader =
         Reader::new(case.events.as_bytes(), &file, Format::Csv).map_err(|e| format!("reading events: {e}"))?;
@@ -175,13 +91,7 @@ fn same(expected: &[String], actual: &[String]) -> Result<bool, String> {
 }
 
 fn case_files() -> Vec<PathBuf> {
-    let mut files: Vec<PathBuf> = std::fs::read_dir(CORPUS)
-        .unwrap_or_else(|e| panic!("cannot list {CORPUS}: {e}"))
-        .map(|d| d.expect("directory entry").path())
-        .filter(|p| p.extension().is_some_and(|x| x == "case"))
-        .collect();
-    files.sort();
-    files
+    corpus::case_files(Path::new(CORPUS)).unwrap_or_else(|e| panic!("cannot list {CORPUS}: {e}"))
 }
 
 fn case_name(path: &Path) -> String {
@@ -201,7 +111,7 @@ fn corpus() {
             continue;
         }
         let text = std::fs::read_to_string(path).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
-        let result = parse_case(&name, &text).and_then(|case| {
+        let result = Case::parse(&name, &text).and_then(|case| {
             let actual = run_case(&case)?;
             if same(&case.matches, &actual)? { Ok(()) } else { Err(diff(&case.matches, &actual)) }
         });
@@ -226,17 +136,4 @@ fn diff(expected: &[String], actual: &[String]) -> String {
         let _ = writeln!(s, "  {l}");
     }
     s
-}
-
-#[test]
-fn case_format() {
-    let text = "# a comment\n-- query\nPATTERN A a -- trailing comment\n-- options\n--time-unit s\n-- events\n\
-                ts,type\n# not a row\n0,A\n-- matches\n\n{\"query\":\"q1\"}\n";
-    let case = parse_case("t", text).unwrap();
-    assert_eq!(case.query, "PATTERN A a -- trailing comment\n");
-    assert_eq!(case.events, "ts,type\n0,A\n");
-    assert_eq!(case.matches, ["{\"query\":\"q1\"}"]);
-    assert_eq!(time_unit(&case.options).unwrap(), TimeUnit::Seconds);
-    assert!(parse_case("t", "-- query\nPATTERN A a\n-- events\nts\n").is_err());
-    assert_eq!(strip_id(r#"{"query":"q","vars":{},"id":"00ff"}"#), r#"{"query":"q","vars":{}}"#);
 }
