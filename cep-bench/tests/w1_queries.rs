@@ -46,9 +46,12 @@ fn builder_matches(n: usize) -> Vec<Match> {
     let s = p.element("s", |t| t.0.vol >= 1000);
     p.element_within(s, Window::Time(60_000));
     let sp = p.capture(s, |t| Value::Int(t.0.price));
-    p.trailing_not("v", |_| true, 10_000, move |t, ctx| {
-        ctx.captured(sp).as_i64().is_some_and(|sp| t.0.price * 100 <= sp * 99)
-    });
+    p.trailing_not(
+        "v",
+        |_| true,
+        10_000,
+        move |t, ctx| ctx.captured(sp).as_i64().is_some_and(|sp| t.0.price * 100 <= sp * 99),
+    );
     let mut engine = Engine::new(p.build().unwrap());
     let mut out = Vec::new();
     for t in Ticks::new(n) {
