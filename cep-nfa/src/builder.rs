@@ -121,6 +121,7 @@ impl<E: 'static> PatternBuilder<E> {
                 key: None,
                 frame: Vec::new(),
                 history: Vec::new(),
+                accepts_by_kind: false,
                 history_depth: 0,
                 regs: 0,
                 reg_names: Vec::new(),

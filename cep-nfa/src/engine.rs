@@ -37,6 +37,13 @@ pub trait StreamEvent {
     fn row(&self) -> Option<u64> {
         None
     }
+    /// A small integer naming the event's type, when it has one. When the
+    /// program's type tests depend on the type only
+    /// ([`Program::accepts_by_kind`]), the engine runs them once per kind
+    /// and remembers the answer.
+    fn kind(&self) -> Option<u32> {
+        None
+    }
 }
 
 impl StreamEvent for Event {
@@ -45,6 +52,9 @@ impl StreamEvent for Event {
     }
     fn row(&self) -> Option<u64> {
         Some(self.row)
+    }
+    fn kind(&self) -> Option<u32> {
+        Some(self.ty.index())
     }
 }
 
@@ -187,42 +197,38 @@ impl RunSet {
     }
 }
 
-/// The last `depth` events' history columns, for `PREV`.
-#[derive(Debug, Default)]
-struct History {
-    vals: Vec<Value>,
+/// Shape of the per-partition `PREV` history: the last `depth` events'
+/// `cols` values, a ring stored in one flat vector for all partitions.
+#[derive(Clone, Copy, Debug)]
+struct HistoryShape {
     cols: usize,
     depth: usize,
-    /// Events recorded (saturating at `depth` for lookups).
-    len: usize,
-    /// Next row to write.
-    head: usize,
 }
 
-impl History {
-    fn new(cols: usize, depth: usize) -> History {
-        History { vals: vec![Value::Null; cols * depth], cols, depth, len: 0, head: 0 }
+impl HistoryShape {
+    fn stride(self) -> usize {
+        self.cols * self.depth
     }
 
     /// Column `col` of the event `n` (≥ 1) positions back.
-    fn get(&self, n: usize, col: usize) -> Value {
-        if n == 0 || n > self.len {
+    fn get(self, ring: &[Value], hot: &Hot, n: usize, col: usize) -> Value {
+        if n == 0 || n > hot.hist_len as usize {
             return Value::Null;
         }
-        let row = (self.head + self.depth - n) % self.depth;
-        self.vals[row * self.cols + col]
+        let row = (hot.hist_head as usize + self.depth - n) % self.depth;
+        ring[row * self.cols + col]
     }
 
-    fn push(&mut self, row: impl Iterator<Item = Value>) {
+    fn push(self, ring: &mut [Value], hot: &mut Hot, row: impl Iterator<Item = Value>) {
         if self.depth == 0 {
             return;
         }
-        let base = self.head * self.cols;
-        for (i, v) in row.enumerate() {
-            self.vals[base + i] = v;
+        let base = hot.hist_head as usize * self.cols;
+        for (slot, v) in ring[base..base + self.cols].iter_mut().zip(row) {
+            *slot = v;
         }
-        self.head = (self.head + 1) % self.depth;
-        self.len = (self.len + 1).min(self.depth);
+        hot.hist_head = ((hot.hist_head as usize + 1) % self.depth) as u32;
+        hot.hist_len = (hot.hist_len + 1).min(self.depth as u32);
     }
 }
 
@@ -263,16 +269,27 @@ impl NegLog {
     }
 }
 
+/// The state of a partition that every one of its events touches, kept
+/// apart from [`Partition`] so that an event of a partition without live
+/// partial matches reads one small struct and its `PREV` ring.
+#[derive(Clone, Copy, Debug)]
+struct Hot {
+    next_pos: u64,
+    /// The deadline this partition is in the heap under (`MAX`: none).
+    scheduled: Timestamp,
+    /// Live runs and pending matches: when 0, [`Partition`] is not read.
+    live: u32,
+    hist_head: u32,
+    hist_len: u32,
+}
+
+/// The partial matches of a partition.
 #[derive(Debug)]
 struct Partition {
     key: Value,
     runs: RunSet,
     pending: RunSet,
-    next_pos: u64,
-    history: History,
     log: NegLog,
-    /// The deadline this partition is in the heap under (`MAX`: none).
-    scheduled: Timestamp,
 }
 
 /// A match that became final, before selection and skipping.
@@ -317,6 +334,13 @@ pub struct Engine<E> {
     prog: Program<E>,
     callback: Option<Box<dyn FnMut(Match) + Send>>,
     parts: Vec<Partition>,
+    hot: Vec<Hot>,
+    ring: Vec<Value>,
+    shape: HistoryShape,
+    /// Per event kind: the acceptance row in `kind_rows`, or `u32::MAX`.
+    kind_cache: Vec<u32>,
+    /// Rows of (elements, negations, trailing) acceptance flags.
+    kind_rows: Vec<bool>,
     index: AHashMap<Value, u32>,
     buffer: Buffer,
     timers: BinaryHeap<Reverse<(Timestamp, u32)>>,
@@ -346,9 +370,15 @@ impl<E: StreamEvent> Engine<E> {
         assert!(nneg <= 64, "at most 64 negations per query");
         let deferred_mask =
             prog.negations.iter().enumerate().filter(|(_, g)| g.deferred.is_some()).fold(0u64, |m, (i, _)| m | 1 << i);
+        let shape = HistoryShape { cols: prog.history.len(), depth: prog.history_depth };
         Engine {
             callback: None,
             parts: Vec::new(),
+            hot: Vec::new(),
+            ring: Vec::new(),
+            shape,
+            kind_cache: Vec::new(),
+            kind_rows: Vec::new(),
             index: AHashMap::new(),
             buffer: Buffer::default(),
             timers: BinaryHeap::new(),
@@ -438,18 +468,8 @@ impl<E: StreamEvent> Engine<E> {
         let row = e.row().unwrap_or(self.seq);
         self.seq += 1;
         self.stats.events += 1;
+        let (any, trail_acc) = self.accept(e);
         let prog = &self.prog;
-        let mut any = false;
-        for (a, el) in self.acc.iter_mut().zip(&prog.elements) {
-            *a = (el.accepts)(e);
-            any |= *a;
-        }
-        for (a, g) in self.neg_acc.iter_mut().zip(&prog.negations) {
-            *a = (g.accepts)(e);
-            any |= *a;
-        }
-        let trail_acc = prog.trailing.as_ref().is_some_and(|t| (t.accepts)(e));
-        any |= trail_acc;
         let key = prog.key.as_ref().map_or(Value::Null, |(_, k)| k(e));
         let pid = match self.index.get(&key) {
             Some(&p) => p,
@@ -459,17 +479,57 @@ impl<E: StreamEvent> Engine<E> {
                     key,
                     runs: RunSet::new(prog.regs),
                     pending: RunSet::new(prog.regs),
-                    next_pos: 0,
-                    history: History::new(prog.history.len(), prog.history_depth),
                     log: NegLog::default(),
-                    scheduled: Timestamp::MAX,
                 });
+                self.hot.push(Hot { next_pos: 0, scheduled: Timestamp::MAX, live: 0, hist_head: 0, hist_len: 0 });
+                self.ring.resize(self.ring.len() + self.shape.stride(), Value::Null);
                 self.index.insert(key, p);
                 p
             }
         };
         self.process(pid, e, ts, row, any, trail_acc);
         Ok(())
+    }
+
+    /// Runs the type tests for `e` into `acc` / `neg_acc`; returns whether
+    /// anything accepts it and whether the trailing negation does.
+    fn accept(&mut self, e: &E) -> (bool, bool) {
+        let prog = &self.prog;
+        let width = self.acc.len() + self.neg_acc.len() + 1;
+        let kind = if prog.accepts_by_kind { e.kind() } else { None };
+        if let Some(k) = kind
+            && let Some(&row) = self.kind_cache.get(k as usize)
+            && row != u32::MAX
+        {
+            let flags = &self.kind_rows[row as usize * width..(row as usize + 1) * width];
+            let (n_el, n_neg) = (self.acc.len(), self.neg_acc.len());
+            self.acc.copy_from_slice(&flags[..n_el]);
+            self.neg_acc.copy_from_slice(&flags[n_el..n_el + n_neg]);
+            let trail = flags[n_el + n_neg];
+            let any = flags.iter().any(|&f| f);
+            return (any, trail);
+        }
+        let mut any = false;
+        for (a, el) in self.acc.iter_mut().zip(&prog.elements) {
+            *a = (el.accepts)(e);
+            any |= *a;
+        }
+        for (a, g) in self.neg_acc.iter_mut().zip(&prog.negations) {
+            *a = (g.accepts)(e);
+            any |= *a;
+        }
+        let trail = prog.trailing.as_ref().is_some_and(|t| (t.accepts)(e));
+        if let Some(k) = kind {
+            let k = k as usize;
+            if self.kind_cache.len() <= k {
+                self.kind_cache.resize(k + 1, u32::MAX);
+            }
+            self.kind_cache[k] = (self.kind_rows.len() / width) as u32;
+            self.kind_rows.extend_from_slice(&self.acc);
+            self.kind_rows.extend_from_slice(&self.neg_acc);
+            self.kind_rows.push(trail);
+        }
+        (any | trail, trail)
     }
 
     /// Moves the watermark to `wm`: every deadline before it fires. The
@@ -483,11 +543,11 @@ impl<E: StreamEvent> Engine<E> {
                 break;
             }
             self.timers.pop();
-            let part = &mut self.parts[pid as usize];
-            if part.scheduled != d {
+            let hot = &mut self.hot[pid as usize];
+            if hot.scheduled != d {
                 continue;
             }
-            part.scheduled = Timestamp::MAX;
+            hot.scheduled = Timestamp::MAX;
             self.sweep(pid, wm);
         }
         self.watermark = wm;
@@ -508,6 +568,7 @@ impl<E: StreamEvent> Engine<E> {
                 self.queue_done(pid as u32, &r);
             }
             self.parts[pid].log = NegLog::default();
+            self.hot[pid].live = 0;
         }
         self.timers.clear();
         self.emit_done();
@@ -535,11 +596,15 @@ impl<E: StreamEvent> Engine<E> {
         self.reschedule(pid);
     }
 
+    /// Updates a partition's live count and its place in the deadline heap
+    /// after its partial matches changed.
     fn reschedule(&mut self, pid: u32) {
-        let part = &mut self.parts[pid as usize];
+        let part = &self.parts[pid as usize];
+        let hot = &mut self.hot[pid as usize];
+        hot.live = (part.runs.len() + part.pending.len()) as u32;
         let d = part.runs.runs.iter().chain(&part.pending.runs).map(|r| r.expires).min().unwrap_or(Timestamp::MAX);
-        if d < part.scheduled {
-            part.scheduled = d;
+        if d < hot.scheduled {
+            hot.scheduled = d;
             self.timers.push(Reverse((d, pid)));
         }
     }
@@ -583,6 +648,9 @@ impl<E: StreamEvent> Engine<E> {
         let Engine {
             prog,
             parts,
+            hot,
+            ring,
+            shape,
             buffer,
             frame,
             acc,
@@ -594,20 +662,27 @@ impl<E: StreamEvent> Engine<E> {
             deferred_mask,
             ..
         } = self;
-        let part = &mut parts[pid as usize];
-        let pos = part.next_pos;
-        part.next_pos += 1;
+        let shape = *shape;
+        let h = &mut hot[pid as usize];
+        let ring = &mut ring[pid as usize * shape.stride()..(pid as usize + 1) * shape.stride()];
+        let pos = h.next_pos;
+        h.next_pos += 1;
         if any {
             for (slot, f) in frame.iter_mut().zip(&prog.frame) {
                 *slot = match f {
                     FrameSlot::Field(x) => x(e),
-                    FrameSlot::Prev { col, n } => part.history.get(*n, *col),
+                    FrameSlot::Prev { col, n } => shape.get(ring, h, *n, *col),
                 };
             }
         }
+        let live = h.live > 0;
+        let part = &mut parts[pid as usize];
 
         // 1. A trailing negation kills pending matches whose quiet period it falls in.
-        if trail_acc && let Some(t) = &prog.trailing {
+        if live
+            && trail_acc
+            && let Some(t) = &prog.trailing
+        {
             let mut w = 0;
             for i in 0..part.pending.len() {
                 let r = part.pending.runs[i];
@@ -626,7 +701,7 @@ impl<E: StreamEvent> Engine<E> {
         let strategy = prog.strategy;
         let stride = prog.regs;
         let g = &prog.graph;
-        let n = part.runs.len();
+        let n = if live { part.runs.len() } else { 0 };
         let mut w = 0;
         for i in 0..n {
             let mut run = part.runs.runs[i];
@@ -694,7 +769,9 @@ impl<E: StreamEvent> Engine<E> {
             part.runs.move_to(i, w);
             w += 1;
         }
-        part.runs.truncate(w);
+        if live {
+            part.runs.truncate(w);
+        }
 
         // 3. The event may start new partial matches.
         if any {
@@ -710,31 +787,36 @@ impl<E: StreamEvent> Engine<E> {
                 }
             }
         }
+        let touched = live || !extra.runs.is_empty() || !part.pending.runs.is_empty();
         part.runs.append(extra);
 
         // 4. Bookkeeping: the negation log, PREV history, deadlines.
-        if *deferred_mask != 0 {
+        if *deferred_mask != 0 && touched {
             let mask = neg_acc
                 .iter()
                 .enumerate()
                 .filter(|(i, a)| **a && *deferred_mask >> i & 1 == 1)
                 .fold(0u64, |m, (i, _)| m | 1 << i);
-            if mask != 0 {
+            if mask != 0 && !part.runs.runs.is_empty() {
                 part.log.push(pos, mask, frame);
             }
             let min_start = part.runs.runs.iter().map(|r| r.start_pos).min().unwrap_or(u64::MAX);
             part.log.prune(min_start, frame.len());
         }
-        if part.history.depth > 0 {
-            part.history.push(prog.history.iter().map(|h| h(e)));
+        if shape.depth > 0 {
+            shape.push(ring, h, prog.history.iter().map(|f| f(e)));
         }
-        let mut finished = std::mem::take(&mut self.done_runs);
-        for r in &finished {
-            self.queue_done(pid, r);
+        if !done_runs.is_empty() {
+            let mut finished = std::mem::take(&mut self.done_runs);
+            for r in &finished {
+                self.queue_done(pid, r);
+            }
+            finished.clear();
+            self.done_runs = finished;
         }
-        finished.clear();
-        self.done_runs = finished;
-        self.reschedule(pid);
+        if touched {
+            self.reschedule(pid);
+        }
         self.emit_done();
     }
 
@@ -788,6 +870,7 @@ impl<E: StreamEvent> Engine<E> {
                 let hit = |s: u64| lo <= s && s <= hi;
                 part.runs.retain(&mut self.buffer, |r| hit(r.start_pos));
                 part.pending.retain(&mut self.buffer, |r| hit(r.start_pos));
+                self.hot[pid as usize].live = (part.runs.len() + part.pending.len()) as u32;
                 for later in done[i + 1..].iter_mut() {
                     if later.part == pid && hit(later.start_pos) {
                         later.discarded = true;

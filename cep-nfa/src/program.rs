@@ -225,6 +225,10 @@ pub struct Program<E> {
     pub frame: Vec<FrameSlot<E>>,
     /// Values kept per event for `PREV`.
     pub history: Vec<Extract<E>>,
+    /// Whether the type tests of elements and negations depend on the
+    /// event's kind ([`StreamEvent::kind`](crate::engine::StreamEvent::kind))
+    /// only, so the engine may run them once per kind.
+    pub accepts_by_kind: bool,
     /// How many events back `PREV` reaches.
     pub history_depth: usize,
     /// Registers per run.

@@ -323,6 +323,7 @@ impl<'a> StatementCompiler<'a> {
                 key,
                 frame,
                 history,
+                accepts_by_kind: true,
                 history_depth,
                 regs: self.regs.len(),
                 reg_names,
