@@ -198,37 +198,84 @@ impl RunSet {
 }
 
 /// Shape of the per-partition `PREV` history: the last `depth` events'
-/// `cols` values, a ring stored in one flat vector for all partitions.
+/// `cols` values, a ring. A small ring lives inside the partition's [`Hot`]
+/// record; a larger one in a flat vector shared by all partitions.
 #[derive(Clone, Copy, Debug)]
 struct HistoryShape {
     cols: usize,
     depth: usize,
 }
 
+/// Ring values kept inside [`Hot`].
+const INLINE_RING: usize = 2;
+
 impl HistoryShape {
     fn stride(self) -> usize {
         self.cols * self.depth
     }
 
+    fn inline(self) -> bool {
+        self.stride() <= INLINE_RING
+    }
+
     /// Column `col` of the event `n` (≥ 1) positions back.
-    fn get(self, ring: &[Value], hot: &Hot, n: usize, col: usize) -> Value {
-        if n == 0 || n > hot.hist_len as usize {
+    fn get(self, ring: &[Value], head: u16, len: u16, n: usize, col: usize) -> Value {
+        if n == 0 || n > len as usize {
             return Value::Null;
         }
-        let row = (hot.hist_head as usize + self.depth - n) % self.depth;
+        let row = (head as usize + self.depth - n) % self.depth;
         ring[row * self.cols + col]
     }
 
-    fn push(self, ring: &mut [Value], hot: &mut Hot, row: impl Iterator<Item = Value>) {
+    fn push(self, ring: &mut [Value], head: &mut u16, len: &mut u16, row: impl Iterator<Item = Value>) {
         if self.depth == 0 {
             return;
         }
-        let base = hot.hist_head as usize * self.cols;
+        let base = *head as usize * self.cols;
         for (slot, v) in ring[base..base + self.cols].iter_mut().zip(row) {
             *slot = v;
         }
-        hot.hist_head = ((hot.hist_head as usize + 1) % self.depth) as u32;
-        hot.hist_len = (hot.hist_len + 1).min(self.depth as u32);
+        *head = ((*head as usize + 1) % self.depth) as u16;
+        *len = (*len + 1).min(self.depth as u16);
+    }
+}
+
+/// Partition keys → dense partition ids. Small non-negative integer keys
+/// (the common case: ids) index a vector directly; other keys go through a
+/// hash map.
+#[derive(Debug, Default)]
+struct KeyIndex {
+    dense: Vec<u32>,
+    map: AHashMap<Value, u32>,
+}
+
+/// Integer keys below this are looked up in [`KeyIndex::dense`].
+const DENSE_KEYS: i64 = 1 << 20;
+
+impl KeyIndex {
+    #[inline]
+    fn get(&self, key: &Value) -> Option<u32> {
+        match *key {
+            Value::Int(i) if (0..DENSE_KEYS).contains(&i) => {
+                self.dense.get(i as usize).copied().filter(|&p| p != u32::MAX)
+            }
+            _ => self.map.get(key).copied(),
+        }
+    }
+
+    fn insert(&mut self, key: Value, pid: u32) {
+        match key {
+            Value::Int(i) if (0..DENSE_KEYS).contains(&i) => {
+                let i = i as usize;
+                if self.dense.len() <= i {
+                    self.dense.resize(i + 1, u32::MAX);
+                }
+                self.dense[i] = pid;
+            }
+            _ => {
+                self.map.insert(key, pid);
+            }
+        }
     }
 }
 
@@ -273,14 +320,17 @@ impl NegLog {
 /// apart from [`Partition`] so that an event of a partition without live
 /// partial matches reads one small struct and its `PREV` ring.
 #[derive(Clone, Copy, Debug)]
+#[repr(align(64))]
 struct Hot {
     next_pos: u64,
     /// The deadline this partition is in the heap under (`MAX`: none).
     scheduled: Timestamp,
     /// Live runs and pending matches: when 0, [`Partition`] is not read.
     live: u32,
-    hist_head: u32,
-    hist_len: u32,
+    hist_head: u16,
+    hist_len: u16,
+    /// The `PREV` ring when it is small ([`HistoryShape::inline`]).
+    ring: [Value; INLINE_RING],
 }
 
 /// The partial matches of a partition.
@@ -341,7 +391,7 @@ pub struct Engine<E> {
     kind_cache: Vec<u32>,
     /// Rows of (elements, negations, trailing) acceptance flags.
     kind_rows: Vec<bool>,
-    index: AHashMap<Value, u32>,
+    index: KeyIndex,
     buffer: Buffer,
     timers: BinaryHeap<Reverse<(Timestamp, u32)>>,
     watermark: Timestamp,
@@ -379,7 +429,7 @@ impl<E: StreamEvent> Engine<E> {
             shape,
             kind_cache: Vec::new(),
             kind_rows: Vec::new(),
-            index: AHashMap::new(),
+            index: KeyIndex::default(),
             buffer: Buffer::default(),
             timers: BinaryHeap::new(),
             watermark: Timestamp::MIN,
@@ -472,7 +522,7 @@ impl<E: StreamEvent> Engine<E> {
         let prog = &self.prog;
         let key = prog.key.as_ref().map_or(Value::Null, |(_, k)| k(e));
         let pid = match self.index.get(&key) {
-            Some(&p) => p,
+            Some(p) => p,
             None => {
                 let p = self.parts.len() as u32;
                 self.parts.push(Partition {
@@ -481,8 +531,17 @@ impl<E: StreamEvent> Engine<E> {
                     pending: RunSet::new(prog.regs),
                     log: NegLog::default(),
                 });
-                self.hot.push(Hot { next_pos: 0, scheduled: Timestamp::MAX, live: 0, hist_head: 0, hist_len: 0 });
-                self.ring.resize(self.ring.len() + self.shape.stride(), Value::Null);
+                self.hot.push(Hot {
+                    next_pos: 0,
+                    scheduled: Timestamp::MAX,
+                    live: 0,
+                    hist_head: 0,
+                    hist_len: 0,
+                    ring: [Value::Null; INLINE_RING],
+                });
+                if !self.shape.inline() {
+                    self.ring.resize(self.ring.len() + self.shape.stride(), Value::Null);
+                }
                 self.index.insert(key, p);
                 p
             }
@@ -664,14 +723,18 @@ impl<E: StreamEvent> Engine<E> {
         } = self;
         let shape = *shape;
         let h = &mut hot[pid as usize];
-        let ring = &mut ring[pid as usize * shape.stride()..(pid as usize + 1) * shape.stride()];
+        let ring: &mut [Value] = if shape.inline() {
+            &mut h.ring[..shape.stride()]
+        } else {
+            &mut ring[pid as usize * shape.stride()..(pid as usize + 1) * shape.stride()]
+        };
         let pos = h.next_pos;
         h.next_pos += 1;
         if any {
             for (slot, f) in frame.iter_mut().zip(&prog.frame) {
                 *slot = match f {
                     FrameSlot::Field(x) => x(e),
-                    FrameSlot::Prev { col, n } => shape.get(ring, h, *n, *col),
+                    FrameSlot::Prev { col, n } => shape.get(ring, h.hist_head, h.hist_len, *n, *col),
                 };
             }
         }
@@ -804,7 +867,7 @@ impl<E: StreamEvent> Engine<E> {
             part.log.prune(min_start, frame.len());
         }
         if shape.depth > 0 {
-            shape.push(ring, h, prog.history.iter().map(|f| f(e)));
+            shape.push(ring, &mut h.hist_head, &mut h.hist_len, prog.history.iter().map(|f| f(e)));
         }
         if !done_runs.is_empty() {
             let mut finished = std::mem::take(&mut self.done_runs);
