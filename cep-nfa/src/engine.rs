@@ -837,6 +837,7 @@ impl<E: StreamEvent> Engine<E> {
         }
 
         // 3. The event may start new partial matches.
+        let mut pending_added = false;
         if any {
             for &j in &g.start {
                 let j = j as usize;
@@ -846,12 +847,15 @@ impl<E: StreamEvent> Engine<E> {
                 child_regs.copy_from_slice(null_regs);
                 let step = Step { frame, ts, pos, row };
                 if let Some(child) = bind(prog, buffer, &part.log, step, child_regs, None, j, 0) {
-                    settle(prog, buffer, child, child_regs, &part.log, extra, &mut part.pending, done_runs);
+                    pending_added |=
+                        settle(prog, buffer, child, child_regs, &part.log, extra, &mut part.pending, done_runs);
                 }
             }
         }
-        let touched = live || !extra.runs.is_empty() || !part.pending.runs.is_empty();
-        part.runs.append(extra);
+        let touched = live || !extra.runs.is_empty() || !done_runs.is_empty() || pending_added;
+        if !extra.runs.is_empty() {
+            part.runs.append(extra);
+        }
 
         // 4. Bookkeeping: the negation log, PREV history, deadlines.
         if *deferred_mask != 0 && touched {
@@ -1097,7 +1101,7 @@ fn bind<E>(
 }
 
 /// After a binding: a complete run becomes a match (or a pending one); a
-/// run that can still grow is kept.
+/// run that can still grow is kept. Returns whether a pending match was added.
 #[allow(clippy::too_many_arguments)]
 fn settle<E>(
     prog: &Program<E>,
@@ -1108,8 +1112,9 @@ fn settle<E>(
     keep: &mut RunSet,
     pending: &mut RunSet,
     done: &mut Vec<Run>,
-) {
+) -> bool {
     let j = child.elem as usize;
+    let mut pended = false;
     let g = &prog.graph;
     if g.accepting[j] && completions_ok(prog, j, prog.elements.len(), regs) {
         let negated = prog.negations.iter().enumerate().any(|(gi, neg)| {
@@ -1123,6 +1128,7 @@ fn settle<E>(
                     p.expires = child.last_ts.saturating_add(t.quiet);
                     p.expires_pos = u64::MAX;
                     pending.push(p, regs);
+                    pended = true;
                 }
                 None => done.push(child),
             }
@@ -1133,6 +1139,7 @@ fn settle<E>(
     } else {
         buffer.release(child.node);
     }
+    pended
 }
 
 fn apply_updates(updates: &[RegUpdate], regs: &mut [Value], frame: &[Value], count_before: u32) {
