@@ -32,7 +32,9 @@ fn main() {
         let start = Instant::now();
         for e in &events {
             engine.push(e).unwrap();
-            matches += engine.drain().count();
+            while engine.pop().is_some() {
+                matches += 1;
+            }
         }
         let live = engine.stats();
         engine.finish();

@@ -189,7 +189,7 @@ impl<E: 'static> PatternBuilder<E> {
     /// `f` of the event `n` (≥ 1) positions before the candidate in its
     /// partition, whatever its type (NULL when there is none).
     pub fn previous(&mut self, f: impl Fn(&E) -> Value + Send + Sync + 'static, n: usize) -> FrameValue {
-        self.prog.history.push(Box::new(f));
+        self.prog.history.push(FrameSlot::Field(Box::new(f)));
         let col = self.prog.history.len() - 1;
         self.prog.history_depth = self.prog.history_depth.max(n.max(1));
         self.prog.frame.push(FrameSlot::Prev { col, n: n.max(1) });
@@ -288,8 +288,8 @@ impl<E: 'static> PatternBuilder<E> {
         {
             self.errors.push(format!("skip to element #{i}, which does not exist"));
         }
-        if self.prog.negations.len() > 64 {
-            self.errors.push("at most 64 negations".to_owned());
+        if self.prog.negations.len() > 64 || self.prog.elements.len() > 64 {
+            self.errors.push("at most 64 elements and 64 negations".to_owned());
         }
         if !self.errors.is_empty() {
             return Err(BuildError(self.errors.join("; ")));

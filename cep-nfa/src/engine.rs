@@ -44,9 +44,19 @@ pub trait StreamEvent {
     fn kind(&self) -> Option<u32> {
         None
     }
+    /// The value of field `i`, for programs whose frame reads fields by
+    /// index ([`FrameSlot::At`]); NULL by default.
+    fn field(&self, i: u32) -> Value {
+        let _ = i;
+        Value::Null
+    }
 }
 
 impl StreamEvent for Event {
+    #[inline]
+    fn field(&self, i: u32) -> Value {
+        self.get(i)
+    }
     fn timestamp(&self) -> Timestamp {
         self.ts
     }
@@ -223,7 +233,11 @@ impl HistoryShape {
         if n == 0 || n > len as usize {
             return Value::Null;
         }
-        let row = (head as usize + self.depth - n) % self.depth;
+        // head + depth - n < 2 * depth: one conditional subtraction, no division.
+        let mut row = head as usize + self.depth - n;
+        if row >= self.depth {
+            row -= self.depth;
+        }
         ring[row * self.cols + col]
     }
 
@@ -235,7 +249,7 @@ impl HistoryShape {
         for (slot, v) in ring[base..base + self.cols].iter_mut().zip(row) {
             *slot = v;
         }
-        *head = ((*head as usize + 1) % self.depth) as u16;
+        *head = if *head as usize + 1 == self.depth { 0 } else { *head + 1 };
         *len = (*len + 1).min(self.depth as u16);
     }
 }
@@ -387,10 +401,9 @@ pub struct Engine<E> {
     hot: Vec<Hot>,
     ring: Vec<Value>,
     shape: HistoryShape,
-    /// Per event kind: the acceptance row in `kind_rows`, or `u32::MAX`.
-    kind_cache: Vec<u32>,
-    /// Rows of (elements, negations, trailing) acceptance flags.
-    kind_rows: Vec<bool>,
+    /// Per event kind: (element bits, negation bits, trailing: 0/1, or
+    /// `u8::MAX` when the kind was not seen yet).
+    kind_cache: Vec<(u64, u64, u8)>,
     index: KeyIndex,
     buffer: Buffer,
     timers: BinaryHeap<Reverse<(Timestamp, u32)>>,
@@ -400,8 +413,10 @@ pub struct Engine<E> {
     stats: Stats,
     // Scratch, reused across events.
     frame: Vec<Value>,
-    acc: Vec<bool>,
-    neg_acc: Vec<bool>,
+    /// Bit j: element j accepts the current event's type.
+    acc: u64,
+    /// Bit g: negation g accepts it.
+    neg_acc: u64,
     null_regs: Vec<Value>,
     child_regs: Vec<Value>,
     extra: RunSet,
@@ -418,6 +433,7 @@ impl<E: StreamEvent> Engine<E> {
         let n = prog.elements.len();
         let nneg = prog.negations.len();
         assert!(nneg <= 64, "at most 64 negations per query");
+        assert!(n <= 64, "at most 64 positive elements per query");
         let deferred_mask =
             prog.negations.iter().enumerate().filter(|(_, g)| g.deferred.is_some()).fold(0u64, |m, (i, _)| m | 1 << i);
         let shape = HistoryShape { cols: prog.history.len(), depth: prog.history_depth };
@@ -428,7 +444,6 @@ impl<E: StreamEvent> Engine<E> {
             ring: Vec::new(),
             shape,
             kind_cache: Vec::new(),
-            kind_rows: Vec::new(),
             index: KeyIndex::default(),
             buffer: Buffer::default(),
             timers: BinaryHeap::new(),
@@ -437,8 +452,8 @@ impl<E: StreamEvent> Engine<E> {
             out: VecDeque::new(),
             stats: Stats::default(),
             frame: vec![Value::Null; prog.frame.len()],
-            acc: vec![false; n],
-            neg_acc: vec![false; nneg],
+            acc: 0,
+            neg_acc: 0,
             null_regs: vec![Value::Null; stride],
             child_regs: vec![Value::Null; stride],
             extra: RunSet::new(stride),
@@ -552,51 +567,56 @@ impl<E: StreamEvent> Engine<E> {
 
     /// Runs the type tests for `e` into `acc` / `neg_acc`; returns whether
     /// anything accepts it and whether the trailing negation does.
+    #[inline]
     fn accept(&mut self, e: &E) -> (bool, bool) {
-        let prog = &self.prog;
-        let width = self.acc.len() + self.neg_acc.len() + 1;
-        let kind = if prog.accepts_by_kind { e.kind() } else { None };
+        let kind = if self.prog.accepts_by_kind { e.kind() } else { None };
         if let Some(k) = kind
-            && let Some(&row) = self.kind_cache.get(k as usize)
-            && row != u32::MAX
+            && let Some(&(acc, neg, trail)) = self.kind_cache.get(k as usize)
+            && trail != u8::MAX
         {
-            let flags = &self.kind_rows[row as usize * width..(row as usize + 1) * width];
-            let (n_el, n_neg) = (self.acc.len(), self.neg_acc.len());
-            self.acc.copy_from_slice(&flags[..n_el]);
-            self.neg_acc.copy_from_slice(&flags[n_el..n_el + n_neg]);
-            let trail = flags[n_el + n_neg];
-            let any = flags.iter().any(|&f| f);
-            return (any, trail);
+            self.acc = acc;
+            self.neg_acc = neg;
+            return (acc != 0 || neg != 0 || trail == 1, trail == 1);
         }
-        let mut any = false;
-        for (a, el) in self.acc.iter_mut().zip(&prog.elements) {
-            *a = (el.accepts)(e);
-            any |= *a;
+        let prog = &self.prog;
+        let mut acc = 0u64;
+        for (j, el) in prog.elements.iter().enumerate() {
+            acc |= u64::from((el.accepts)(e)) << j;
         }
-        for (a, g) in self.neg_acc.iter_mut().zip(&prog.negations) {
-            *a = (g.accepts)(e);
-            any |= *a;
+        let mut neg = 0u64;
+        for (g, n) in prog.negations.iter().enumerate() {
+            neg |= u64::from((n.accepts)(e)) << g;
         }
         let trail = prog.trailing.as_ref().is_some_and(|t| (t.accepts)(e));
         if let Some(k) = kind {
             let k = k as usize;
             if self.kind_cache.len() <= k {
-                self.kind_cache.resize(k + 1, u32::MAX);
+                self.kind_cache.resize(k + 1, (0, 0, u8::MAX));
             }
-            self.kind_cache[k] = (self.kind_rows.len() / width) as u32;
-            self.kind_rows.extend_from_slice(&self.acc);
-            self.kind_rows.extend_from_slice(&self.neg_acc);
-            self.kind_rows.push(trail);
+            self.kind_cache[k] = (acc, neg, u8::from(trail));
         }
-        (any | trail, trail)
+        self.acc = acc;
+        self.neg_acc = neg;
+        (acc != 0 || neg != 0 || trail, trail)
     }
 
     /// Moves the watermark to `wm`: every deadline before it fires. The
     /// watermark never moves back.
+    #[inline]
     pub fn advance(&mut self, wm: Timestamp) {
         if wm <= self.watermark {
             return;
         }
+        if self.timers.peek().is_none_or(|&Reverse((d, _))| d >= wm) {
+            self.watermark = wm;
+            return;
+        }
+        self.fire(wm);
+    }
+
+    /// Fires the deadlines before `wm` and moves the watermark there.
+    #[inline(never)]
+    fn fire(&mut self, wm: Timestamp) {
         while let Some(&Reverse((d, pid))) = self.timers.peek() {
             if d >= wm {
                 break;
@@ -721,7 +741,7 @@ impl<E: StreamEvent> Engine<E> {
             deferred_mask,
             ..
         } = self;
-        let shape = *shape;
+        let (shape, acc, neg_acc) = (*shape, *acc, *neg_acc);
         let h = &mut hot[pid as usize];
         let ring: &mut [Value] = if shape.inline() {
             &mut h.ring[..shape.stride()]
@@ -733,6 +753,7 @@ impl<E: StreamEvent> Engine<E> {
         if any {
             for (slot, f) in frame.iter_mut().zip(&prog.frame) {
                 *slot = match f {
+                    FrameSlot::At(i) => e.field(*i),
                     FrameSlot::Field(x) => x(e),
                     FrameSlot::Prev { col, n } => shape.get(ring, h.hist_head, h.hist_len, *n, *col),
                 };
@@ -779,7 +800,7 @@ impl<E: StreamEvent> Engine<E> {
                 let mut left_ok: Option<bool> = None;
                 for &j in &g.cands[k] {
                     let j = j as usize;
-                    if !acc[j] || !window_ok(prog, &run, j, ts, pos) {
+                    if acc >> j & 1 == 0 || !window_ok(prog, &run, j, ts, pos) {
                         continue;
                     }
                     if j != k {
@@ -812,10 +833,10 @@ impl<E: StreamEvent> Engine<E> {
                 buffer.release(run.node);
                 continue;
             }
-            if any && !neg_acc.is_empty() {
+            if any && neg_acc != 0 {
                 let regs = &part.runs.regs[i * stride..(i + 1) * stride];
                 for (gi, neg) in prog.negations.iter().enumerate() {
-                    if !neg_acc[gi] || neg.deferred.is_some() || neg.after < k || neg.after >= run.block_at as usize {
+                    if neg_acc >> gi & 1 == 0 || neg.deferred.is_some() || neg.after < k || neg.after >= run.block_at as usize {
                         continue;
                     }
                     if neg.early.iter().all(|c| (c.pred)(e, frame, regs)) {
@@ -841,7 +862,7 @@ impl<E: StreamEvent> Engine<E> {
         if any {
             for &j in &g.start {
                 let j = j as usize;
-                if !acc[j] || !completions_ok(prog, 0, j, null_regs) || !conds_ok(prog, j, e, frame, null_regs, 0) {
+                if acc >> j & 1 == 0 || !completions_ok(prog, 0, j, null_regs) || !conds_ok(prog, j, e, frame, null_regs, 0) {
                     continue;
                 }
                 child_regs.copy_from_slice(null_regs);
@@ -859,11 +880,7 @@ impl<E: StreamEvent> Engine<E> {
 
         // 4. Bookkeeping: the negation log, PREV history, deadlines.
         if *deferred_mask != 0 && touched {
-            let mask = neg_acc
-                .iter()
-                .enumerate()
-                .filter(|(i, a)| **a && *deferred_mask >> i & 1 == 1)
-                .fold(0u64, |m, (i, _)| m | 1 << i);
+            let mask = neg_acc & *deferred_mask;
             if mask != 0 && !part.runs.runs.is_empty() {
                 part.log.push(pos, mask, frame);
             }
@@ -871,7 +888,12 @@ impl<E: StreamEvent> Engine<E> {
             part.log.prune(min_start, frame.len());
         }
         if shape.depth > 0 {
-            shape.push(ring, &mut h.hist_head, &mut h.hist_len, prog.history.iter().map(|f| f(e)));
+            let values = prog.history.iter().map(|f| match f {
+                FrameSlot::At(i) => e.field(*i),
+                FrameSlot::Field(x) => x(e),
+                FrameSlot::Prev { .. } => Value::Null,
+            });
+            shape.push(ring, &mut h.hist_head, &mut h.hist_len, values);
         }
         if !done_runs.is_empty() {
             let mut finished = std::mem::take(&mut self.done_runs);
@@ -888,10 +910,15 @@ impl<E: StreamEvent> Engine<E> {
     }
 
     /// Emits the queued final matches: selection, order, after-match skip.
+    #[inline]
     fn emit_done(&mut self) {
-        if self.done.is_empty() {
-            return;
+        if !self.done.is_empty() {
+            self.emit_queued();
         }
+    }
+
+    #[inline(never)]
+    fn emit_queued(&mut self) {
         let mut done = std::mem::take(&mut self.done);
         if self.prog.select != Selection::All {
             let latest = self.prog.select == Selection::Latest;

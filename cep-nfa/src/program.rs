@@ -189,6 +189,9 @@ pub struct Trailing<E> {
 
 /// A value of an event's frame.
 pub enum FrameSlot<E> {
+    /// Field `i` of the event, through
+    /// [`StreamEvent::field`](crate::engine::StreamEvent::field).
+    At(u32),
     /// Read from the event.
     Field(Extract<E>),
     /// The value of history column `col` of the event `n` positions earlier
@@ -223,8 +226,8 @@ pub struct Program<E> {
     pub key: Option<(String, Extract<E>)>,
     /// How to build a frame.
     pub frame: Vec<FrameSlot<E>>,
-    /// Values kept per event for `PREV`.
-    pub history: Vec<Extract<E>>,
+    /// Values kept per event for `PREV` (never [`FrameSlot::Prev`]).
+    pub history: Vec<FrameSlot<E>>,
     /// Whether the type tests of elements and negations depend on the
     /// event's kind ([`StreamEvent::kind`](crate::engine::StreamEvent::kind))
     /// only, so the engine may run them once per kind.
@@ -348,6 +351,7 @@ debug_fields!(Trailing<E>, var, types, conds, quiet);
 impl<E> fmt::Debug for FrameSlot<E> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
+            FrameSlot::At(i) => write!(f, "At({i})"),
             FrameSlot::Field(_) => f.write_str("Field(..)"),
             FrameSlot::Prev { col, n } => write!(f, "Prev {{ col: {col}, n: {n} }}"),
         }

@@ -181,3 +181,10 @@ fn partial_schema_gives_warnings_not_errors() {
 fn two_queries_with_one_name() {
     error("QUERY q PATTERN A a; QUERY q PATTERN B b", "already defined", "q");
 }
+
+#[test]
+fn too_many_elements() {
+    let elems: Vec<String> = (0..65).map(|i| format!("A a{i}")).collect();
+    let src = format!("PATTERN SEQ({})", elems.join(", "));
+    error(&src, "at most 64 positive", "A a64");
+}

@@ -95,19 +95,80 @@ pub(crate) fn value_fn(node: &Node) -> ValFn {
     }
 }
 
+/// A sub-expression simple enough to evaluate inline, without a call:
+/// a constant, a slot, a register, or one of those combined with a
+/// constant by an arithmetic operator (`s.price * 100`).
+#[derive(Clone, Copy, Debug)]
+enum Leaf {
+    Const(Value),
+    Slot(usize),
+    Reg(usize),
+    SlotOp(usize, BinOp, Value),
+    RegOp(usize, BinOp, Value),
+}
+
+impl Leaf {
+    fn of(node: &Node) -> Option<Leaf> {
+        let simple = |n: &Node| match n {
+            Node::Const(v) => Some(Leaf::Const(*v)),
+            Node::Slot(s) => Some(Leaf::Slot(*s as usize)),
+            Node::Reg(r) => Some(Leaf::Reg(*r as usize)),
+            _ => None,
+        };
+        match node {
+            Node::Arith(op, a, b) => match (simple(a)?, simple(b)?) {
+                (Leaf::Slot(s), Leaf::Const(c)) => Some(Leaf::SlotOp(s, *op, c)),
+                (Leaf::Reg(r), Leaf::Const(c)) => Some(Leaf::RegOp(r, *op, c)),
+                _ => None,
+            },
+            n => simple(n),
+        }
+    }
+
+    #[inline(always)]
+    fn eval(self, f: &[Value], g: &[Value]) -> Value {
+        match self {
+            Leaf::Const(v) => v,
+            Leaf::Slot(s) => f[s],
+            Leaf::Reg(r) => g[r],
+            Leaf::SlotOp(s, op, c) => arith_fast(op, f[s], c),
+            Leaf::RegOp(r, op, c) => arith_fast(op, g[r], c),
+        }
+    }
+}
+
+/// Arithmetic with the int-by-int case first.
+#[inline(always)]
+fn arith_fast(op: BinOp, a: Value, b: Value) -> Value {
+    if let (Value::Int(x), Value::Int(y)) = (a, b) {
+        let r = match op {
+            BinOp::Add => x.checked_add(y),
+            BinOp::Sub => x.checked_sub(y),
+            BinOp::Mul => x.checked_mul(y),
+            BinOp::Div => x.checked_div(y),
+            BinOp::Rem => x.checked_rem(y),
+            _ => None,
+        };
+        return r.map_or(Value::Null, Value::Int);
+    }
+    ops::arith(op, a, b)
+}
+
+/// Comparison with the int-by-int case first.
+#[inline(always)]
+fn compare_fast(op: BinOp, a: Value, b: Value) -> bool {
+    if let (Value::Int(x), Value::Int(y)) = (a, b) {
+        return ops::holds(op, x.cmp(&y));
+    }
+    ops::compare(op, a, b)
+}
+
 fn arith_fn(op: BinOp, a: &Node, b: &Node) -> ValFn {
-    match (a, b) {
-        (Node::Slot(s), Node::Const(c)) => {
-            let (s, c) = (*s as usize, *c);
-            Box::new(move |f, _| ops::arith(op, f[s], c))
-        }
-        (Node::Reg(r), Node::Const(c)) => {
-            let (r, c) = (*r as usize, *c);
-            Box::new(move |_, g| ops::arith(op, g[r], c))
-        }
+    match (Leaf::of(a), Leaf::of(b)) {
+        (Some(la), Some(lb)) => Box::new(move |f, g| arith_fast(op, la.eval(f, g), lb.eval(f, g))),
         _ => {
             let (a, b) = (value_fn(a), value_fn(b));
-            Box::new(move |f, g| ops::arith(op, a(f, g), b(f, g)))
+            Box::new(move |f, g| arith_fast(op, a(f, g), b(f, g)))
         }
     }
 }
@@ -140,33 +201,21 @@ pub(crate) fn bool_fn(node: &Node) -> BoolFn {
 }
 
 fn cmp_fn(op: BinOp, a: &Node, b: &Node) -> BoolFn {
-    match (a, b) {
-        (Node::Slot(s), Node::Const(Value::Int(c))) => {
-            let (s, c) = (*s as usize, *c);
-            Box::new(move |f, _| match f[s] {
-                Value::Int(x) => ops::holds(op, x.cmp(&c)),
-                v => ops::compare(op, v, Value::Int(c)),
-            })
+    // One closure per comparison whose sides are simple (the common
+    // `x.f >= 1000`, `r.price * 100 >= PREV(r.price) * 102`): no inner calls.
+    match (Leaf::of(a), Leaf::of(b)) {
+        (Some(la), Some(lb)) => Box::new(move |f, g| compare_fast(op, la.eval(f, g), lb.eval(f, g))),
+        (Some(la), None) => {
+            let b = value_fn(b);
+            Box::new(move |f, g| compare_fast(op, la.eval(f, g), b(f, g)))
         }
-        (Node::Slot(s), Node::Const(c)) => {
-            let (s, c) = (*s as usize, *c);
-            Box::new(move |f, _| ops::compare(op, f[s], c))
+        (None, Some(lb)) => {
+            let a = value_fn(a);
+            Box::new(move |f, g| compare_fast(op, a(f, g), lb.eval(f, g)))
         }
-        (Node::Reg(r), Node::Const(c)) => {
-            let (r, c) = (*r as usize, *c);
-            Box::new(move |_, g| ops::compare(op, g[r], c))
-        }
-        (Node::Slot(s), Node::Reg(r)) => {
-            let (s, r) = (*s as usize, *r as usize);
-            Box::new(move |f, g| ops::compare(op, f[s], g[r]))
-        }
-        (Node::Slot(s), Node::Slot(t)) => {
-            let (s, t) = (*s as usize, *t as usize);
-            Box::new(move |f, _| ops::compare(op, f[s], f[t]))
-        }
-        _ => {
+        (None, None) => {
             let (a, b) = (value_fn(a), value_fn(b));
-            Box::new(move |f, g| ops::compare(op, a(f, g), b(f, g)))
+            Box::new(move |f, g| compare_fast(op, a(f, g), b(f, g)))
         }
     }
 }

@@ -27,6 +27,10 @@ use crate::program::*;
 use crate::syntax::ast::{self, AggFn, Attr, BinOp, Conjunct, Expr, Ident, Index, Lit, Quant, Statement};
 use expr::{Node, Ty};
 
+/// The most positive elements (and, separately, `NOT` elements) a pattern
+/// may have.
+pub const MAX_ELEMENTS: usize = 64;
+
 /// Compiler settings.
 #[derive(Clone, Copy, Debug, Default)]
 pub struct Options {
@@ -282,7 +286,7 @@ impl<'a> StatementCompiler<'a> {
         let mut frame: Vec<FrameSlot<Event>> = Vec::new();
         for key in self.slots.clone() {
             frame.push(match key {
-                SlotKey::Field(f) => FrameSlot::Field(Box::new(move |e: &Event| e.get(f))),
+                SlotKey::Field(f) => FrameSlot::At(f),
                 SlotKey::Ts => FrameSlot::Field(Box::new(|e: &Event| Value::Int(e.ts))),
                 SlotKey::Type => FrameSlot::Field(Box::new(|e: &Event| Value::Str(e.ty))),
                 SlotKey::Prev(_, n) | SlotKey::PrevTs(n) => {
@@ -299,13 +303,11 @@ impl<'a> StatementCompiler<'a> {
                 }
             });
         }
-        let history: Vec<Extract<Event>> = history_cols
+        let history: Vec<FrameSlot<Event>> = history_cols
             .iter()
-            .map(|k| -> Extract<Event> {
-                match *k {
-                    SlotKey::Field(f) => Box::new(move |e: &Event| e.get(f)),
-                    _ => Box::new(|e: &Event| Value::Int(e.ts)),
-                }
+            .map(|k| match *k {
+                SlotKey::Field(f) => FrameSlot::At(f),
+                _ => FrameSlot::Field(Box::new(|e: &Event| Value::Int(e.ts))),
             })
             .collect();
         let reg_names = self.regs.iter().map(|r| self.reg_name(*r)).collect();
@@ -346,6 +348,14 @@ impl<'a> StatementCompiler<'a> {
         };
         let mut sound = true;
         let trailing_count = st.elements.len() - 1 - last_pos;
+        let positives = st.elements.iter().filter(|e| !e.negated).count();
+        if positives > MAX_ELEMENTS || st.elements.len() - positives > MAX_ELEMENTS {
+            self.error(
+                st.elements[MAX_ELEMENTS.min(st.elements.len() - 1)].span,
+                format!("a pattern has at most {MAX_ELEMENTS} positive and {MAX_ELEMENTS} NOT elements"),
+            );
+            return false;
+        }
         let mut n_neg = 0;
         for (i, el) in st.elements.iter().enumerate() {
             if self.vars.iter().any(|v| v.name == el.var.name) {
