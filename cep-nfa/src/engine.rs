@@ -1110,6 +1110,10 @@ fn bind<E>(
         }
     }
     apply_updates(&prog.elements[j].updates, regs, step.frame, count_before);
+    if count_before == 0 && prog.elements[j].completion.iter().any(|c| c.at_first && !(c.pred)(regs)) {
+        // A condition fixed by the first event already fails: no match can follow.
+        return None;
+    }
     let node = buffer.push(from.map_or(NIL, |r| r.node), j as u16, step.row, step.pos);
     let mut run = Run {
         elem: j as u16,

@@ -80,6 +80,10 @@ pub struct Cond<E> {
 pub struct Completion {
     /// The test.
     pub pred: RegPred,
+    /// It reads its element only through the element's first event, so its
+    /// value is known once that event binds: a run for which it is false
+    /// can never match and is dropped at once.
+    pub at_first: bool,
     /// Source text.
     pub text: String,
 }
@@ -342,7 +346,7 @@ macro_rules! debug_fields {
 }
 
 debug_fields!(Cond<E>, text, skip_first);
-debug_fields!(Completion, text);
+debug_fields!(Completion, text, at_first);
 debug_fields!(Element<E>, var, quant, types, conds, completion, updates, within);
 debug_fields!(Negation<E>, var, types, after, early, late, deferred);
 debug_fields!(LateCond, text);

@@ -746,7 +746,8 @@ impl<'a> StatementCompiler<'a> {
                 return;
             }
             let f = expr::bool_fn(&node);
-            elements[owner].completion.push(Completion { pred: Box::new(move |rg| f(&[], rg)), text });
+            let at_first = self.reads_only_first(e, owner);
+            elements[owner].completion.push(Completion { pred: Box::new(move |rg| f(&[], rg)), at_first, text });
         }
     }
 
@@ -784,6 +785,23 @@ impl<'a> StatementCompiler<'a> {
             }
         });
         reads
+    }
+
+    /// Whether a condition reads element `owner` only through its first
+    /// event (`b[1].f`, `first(b.f)`, `PREV(b[1].f)`).
+    fn reads_only_first(&self, e: &Expr, owner: usize) -> bool {
+        let mut only = true;
+        e.walk(|x| match x {
+            Expr::Ref(r) | Expr::Prev(r, _, _) if self.pos_index(&r.var.name) == Some(owner) => {
+                if !(r.index == Index::Const(1) && matches!(r.attr, Attr::Field(_))) {
+                    only = false;
+                }
+            }
+            Expr::Agg(f, v, _, _) if self.pos_index(&v.name) == Some(owner) && *f != AggFn::First => only = false,
+            Expr::Count(v, _) if self.pos_index(&v.name) == Some(owner) => only = false,
+            _ => {}
+        });
+        only
     }
 
     /// Whether a condition of `owner` reads an earlier event of `owner`.

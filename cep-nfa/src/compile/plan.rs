@@ -61,7 +61,8 @@ pub fn render<E>(prog: &Program<E>, source: &str) -> String {
             let _ = writeln!(s, "        each event: {}{note}", text(&c.text));
         }
         for c in &el.completion {
-            let _ = writeln!(s, "        when complete: {}", text(&c.text));
+            let note = if c.at_first { "  (decided by the first event)" } else { "" };
+            let _ = writeln!(s, "        when complete: {}{note}", text(&c.text));
         }
     }
     for g in &prog.negations {

@@ -238,6 +238,9 @@ fn arb_conjunct(shape: &Shape) -> BoxedStrategy<String> {
             t.push(cmp_const(format!("max({v}.y)")));
             t.push(cmp_const(format!("{v}[2].y")));
             t.push(fixed(format!("last({v}.y) != first({v}.y)")));
+            // Read only through the first event: decided when it binds.
+            t.push(cmp_const(format!("{v}[1].x % 2")));
+            t.push(cmp_const(format!("first({v}.y)")));
             let w = v.clone();
             t.push((2i64..=3).prop_map(move |c| format!("{w}.LEN >= {c}")).boxed());
         }
