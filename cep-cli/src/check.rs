@@ -38,9 +38,9 @@ pub fn check(args: CheckArgs) -> Result<(), Failure> {
             input.schema().clone()
         }
     };
-    let (src, compiled) = compile_query(&args.query, &mut schema, unit)?;
+    let (_, compiled) = compile_query(&args.query, &mut schema, unit)?;
     for p in &compiled.programs {
-        print!("{}", cep_nfa::compile::plan::render(p, &src));
+        print!("{}", cep_nfa::compile::plan::render(p));
     }
     Ok(())
 }

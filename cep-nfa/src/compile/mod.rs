@@ -81,7 +81,7 @@ pub fn compile_file(file: &ast::File, schema: &mut Schema, opts: &Options) -> Re
             errors.push(Diagnostic::error(span, format!("a query named `{name}` is already defined")));
         }
         names.insert(name.clone(), st.span);
-        let mut c = StatementCompiler::new(st, name, schema, opts);
+        let mut c = StatementCompiler::new(st, file, name, schema, opts);
         let program = c.run();
         for d in c.diags {
             if d.is_error() { errors.push(d) } else { warnings.push(d) }
@@ -155,6 +155,7 @@ enum RegKey {
 
 struct StatementCompiler<'a> {
     st: &'a Statement,
+    file: &'a ast::File,
     name: String,
     schema: &'a mut Schema,
     opts: &'a Options,
@@ -167,9 +168,10 @@ struct StatementCompiler<'a> {
 }
 
 impl<'a> StatementCompiler<'a> {
-    fn new(st: &'a Statement, name: String, schema: &'a mut Schema, opts: &'a Options) -> Self {
+    fn new(st: &'a Statement, file: &'a ast::File, name: String, schema: &'a mut Schema, opts: &'a Options) -> Self {
         StatementCompiler {
             st,
+            file,
             name,
             schema,
             opts,
@@ -752,8 +754,7 @@ impl<'a> StatementCompiler<'a> {
     }
 
     fn text(&self, span: Span) -> String {
-        // Statement text is not kept; rebuild from the span at plan time.
-        format!("@{}..{}", span.start, span.end)
+        self.file.text(span)
     }
 
     fn is_condition(&mut self, ty: Ty, span: Span) -> bool {

@@ -6,22 +6,7 @@ use crate::program::{Program, SkipTo, Window};
 
 /// Renders the plan of `prog`: elements and their conditions, the NFA's
 /// edges, negations, registers, windows and the engine.
-///
-/// `source` is the query text the program was compiled from, used to show
-/// each condition as written.
-pub fn render<E>(prog: &Program<E>, source: &str) -> String {
-    let text = |t: &str| -> String {
-        // Conditions carry their source span as `@start..end`.
-        if let Some(r) = t.strip_prefix('@')
-            && let Some((a, b)) = r.split_once("..")
-            && let (Ok(a), Ok(b)) = (a.parse::<usize>(), b.parse::<usize>())
-            && a <= b
-            && b <= source.len()
-        {
-            return source[a..b].split_whitespace().collect::<Vec<_>>().join(" ");
-        }
-        t.to_owned()
-    };
+pub fn render<E>(prog: &Program<E>) -> String {
     let win = |w: Option<Window>| match w {
         Some(Window::Time(t)) => format!("{t} ts units"),
         Some(Window::Events(n)) => format!("{n} events"),
@@ -58,11 +43,11 @@ pub fn render<E>(prog: &Program<E>, source: &str) -> String {
         );
         for c in &el.conds {
             let note = if c.skip_first { "  (not for the first event)" } else { "" };
-            let _ = writeln!(s, "        each event: {}{note}", text(&c.text));
+            let _ = writeln!(s, "        each event: {}{note}", c.text);
         }
         for c in &el.completion {
             let note = if c.at_first { "  (decided by the first event)" } else { "" };
-            let _ = writeln!(s, "        when complete: {}{note}", text(&c.text));
+            let _ = writeln!(s, "        when complete: {}{note}", c.text);
         }
     }
     for g in &prog.negations {
@@ -76,16 +61,16 @@ pub fn render<E>(prog: &Program<E>, source: &str) -> String {
             g.deferred.map_or(String::new(), |d| format!(", checked when [{}] is complete", d.check_after))
         );
         for c in &g.early {
-            let _ = writeln!(s, "        kills on arrival if: {}", text(&c.text));
+            let _ = writeln!(s, "        kills on arrival if: {}", c.text);
         }
         for c in &g.late {
-            let _ = writeln!(s, "        kills if: {}", text(&c.text));
+            let _ = writeln!(s, "        kills if: {}", c.text);
         }
     }
     if let Some(t) = &prog.trailing {
         let _ = writeln!(s, "    NOT {} {} for {} ts units after the last event", t.types.join("|"), t.var, t.quiet);
         for c in &t.conds {
-            let _ = writeln!(s, "        kills if: {}", text(&c.text));
+            let _ = writeln!(s, "        kills if: {}", c.text);
         }
     }
     let _ = writeln!(s, "  transitions:");

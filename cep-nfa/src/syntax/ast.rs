@@ -16,6 +16,17 @@ pub struct Ident {
 pub struct File {
     /// Statements in order.
     pub statements: Vec<Statement>,
+    /// The text the spans point into.
+    pub source: String,
+}
+
+impl File {
+    /// The source text of a span, with runs of white space folded to one
+    /// space (for plans and messages).
+    pub fn text(&self, span: crate::diag::Span) -> String {
+        let (a, b) = (span.start as usize, span.end as usize);
+        self.source.get(a..b).unwrap_or("").split_whitespace().collect::<Vec<_>>().join(" ")
+    }
 }
 
 /// One `PATTERN … ;` statement.

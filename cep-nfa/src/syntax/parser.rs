@@ -43,7 +43,7 @@ pub fn parse(src: &str) -> Result<File, Diagnostic> {
         return Err(Diagnostic::error(Span::new(src.len(), src.len()), "the query file has no statement")
             .with_note("expected `PATTERN …` or `QUERY name PATTERN …`"));
     }
-    Ok(File { statements })
+    Ok(File { statements, source: src.to_owned() })
 }
 
 struct Parser {
