@@ -333,14 +333,54 @@ struct RawError {
 }
 
 /// Maps repeated strings to their symbols without the global interner lock.
+///
+/// In front of the map sits a tiny direct-mapped table of recent short
+/// strings (a type name, a ticker), compared byte for byte without hashing:
+/// most string cells of a stream repeat one of a few values.
 #[derive(Default)]
 struct StrCache {
     map: AHashMap<Box<[u8]>, Sym>,
+    recent: [Option<Recent>; RECENT],
+}
+
+/// Slots of [`StrCache::recent`].
+const RECENT: usize = 8;
+/// Longest string kept in [`StrCache::recent`].
+const RECENT_LEN: usize = 15;
+
+#[derive(Clone, Copy)]
+struct Recent {
+    len: u8,
+    bytes: [u8; RECENT_LEN],
+    sym: Sym,
 }
 
 impl StrCache {
+    fn recent_slot(bytes: &[u8]) -> Option<usize> {
+        let (first, last) = (*bytes.first()?, *bytes.last()?);
+        (bytes.len() <= RECENT_LEN).then_some((bytes.len() ^ first as usize ^ (last as usize) << 1) % RECENT)
+    }
+
     /// The symbol of `bytes`, or `None` if they are not UTF-8.
     fn intern(&mut self, bytes: &[u8]) -> Option<Sym> {
+        let slot = Self::recent_slot(bytes);
+        if let Some(i) = slot
+            && let Some(r) = &self.recent[i]
+            && r.len as usize == bytes.len()
+            && &r.bytes[..bytes.len()] == bytes
+        {
+            return Some(r.sym);
+        }
+        let sym = self.intern_slow(bytes)?;
+        if let Some(i) = slot {
+            let mut r = Recent { len: bytes.len() as u8, bytes: [0; RECENT_LEN], sym };
+            r.bytes[..bytes.len()].copy_from_slice(bytes);
+            self.recent[i] = Some(r);
+        }
+        Some(sym)
+    }
+
+    fn intern_slow(&mut self, bytes: &[u8]) -> Option<Sym> {
         if let Some(&sym) = self.map.get(bytes) {
             return Some(sym);
         }
