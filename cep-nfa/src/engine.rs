@@ -367,8 +367,9 @@ struct Done {
     last_pos: u64,
     rows: Vec<u64>,
     ends: Vec<u32>,
-    /// (element, position) of every binding, for skip ranges.
-    positions: Vec<(u16, u64)>,
+    /// Start positions of the partial matches its emission discards
+    /// (after-match skip), inclusive.
+    discard: Option<(u64, u64)>,
     discarded: bool,
 }
 
@@ -657,7 +658,7 @@ impl<E: StreamEvent> Engine<E> {
     fn sweep(&mut self, pid: u32, wm: Timestamp) {
         let part = &mut self.parts[pid as usize];
         part.runs.retain(&mut self.buffer, |r| r.expires < wm);
-        let mut due = Vec::new();
+        let mut due = std::mem::take(&mut self.done_runs);
         let mut w = 0;
         for i in 0..part.pending.len() {
             let r = part.pending.runs[i];
@@ -669,9 +670,11 @@ impl<E: StreamEvent> Engine<E> {
             }
         }
         part.pending.truncate(w);
-        for r in due {
-            self.queue_done(pid, &r);
+        for r in &due {
+            self.queue_done(pid, r);
         }
+        due.clear();
+        self.done_runs = due;
         self.reschedule(pid);
     }
 
@@ -694,12 +697,11 @@ impl<E: StreamEvent> Engine<E> {
         let n = self.prog.elements.len();
         let mut rows = Vec::with_capacity(self.path.len());
         let mut ends = vec![0u32; n];
-        let mut positions = Vec::with_capacity(self.path.len());
         for node in &self.path {
             rows.push(node.row);
             ends[node.elem as usize] += 1;
-            positions.push((node.elem, node.pos));
         }
+        let discard = skip_range(self.prog.skip, &self.path);
         let mut acc = 0;
         for e in ends.iter_mut() {
             acc += *e;
@@ -718,7 +720,7 @@ impl<E: StreamEvent> Engine<E> {
             last_pos: r.last_pos,
             rows,
             ends,
-            positions,
+            discard,
             discarded: false,
         });
     }
@@ -958,7 +960,7 @@ impl<E: StreamEvent> Engine<E> {
             }
             self.stats.matches += 1;
             let d = &done[i];
-            if let Some((lo, hi)) = skip_range(self.prog.skip, d) {
+            if let Some((lo, hi)) = d.discard {
                 let pid = d.part;
                 let part = &mut self.parts[pid as usize];
                 let hit = |s: u64| lo <= s && s <= hi;
@@ -990,10 +992,10 @@ struct Step<'a> {
 }
 
 /// Positions whose partial matches a skip discards after match `d`.
-fn skip_range(skip: SkipTo, d: &Done) -> Option<(u64, u64)> {
-    let first = d.positions.first()?.1;
-    let last = d.positions.last()?.1;
-    let of = |x: usize| d.positions.iter().filter(move |(e, _)| *e as usize == x).map(|p| p.1);
+fn skip_range(skip: SkipTo, path: &[Node]) -> Option<(u64, u64)> {
+    let first = path.first()?.pos;
+    let last = path.last()?.pos;
+    let of = |x: usize| path.iter().filter(move |n| n.elem as usize == x).map(|n| n.pos);
     match skip {
         SkipTo::None => None,
         SkipTo::NextEvent => Some((first, first)),

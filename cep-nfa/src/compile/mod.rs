@@ -793,10 +793,11 @@ impl<'a> StatementCompiler<'a> {
     fn reads_only_first(&self, e: &Expr, owner: usize) -> bool {
         let mut only = true;
         e.walk(|x| match x {
-            Expr::Ref(r) | Expr::Prev(r, _, _) if self.pos_index(&r.var.name) == Some(owner) => {
-                if !(r.index == Index::Const(1) && matches!(r.attr, Attr::Field(_))) {
-                    only = false;
-                }
+            Expr::Ref(r) | Expr::Prev(r, _, _)
+                if self.pos_index(&r.var.name) == Some(owner)
+                    && !(r.index == Index::Const(1) && matches!(r.attr, Attr::Field(_))) =>
+            {
+                only = false
             }
             Expr::Agg(f, v, _, _) if self.pos_index(&v.name) == Some(owner) && *f != AggFn::First => only = false,
             Expr::Count(v, _) if self.pos_index(&v.name) == Some(owner) => only = false,

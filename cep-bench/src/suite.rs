@@ -1,0 +1,782 @@
+//! The macro workloads of DESIGN.md §3 as data, for `cargo xtask bench`.
+//!
+//! A [`Workload`] has a name, a one-line description, a [`Target`], a
+//! stream [`Size`] (full and `--quick`), what its rates are compared with
+//! (a [`Baseline`]) and its [`Contender`]s. A contender prepares a
+//! [`PassFn`] for a stream of `n` events — generating the stream (once per
+//! process, shared by the contenders that read it) and anything else that
+//! is setup — and each call of the pass function then runs one measured
+//! pass from fresh state over the in-memory stream: generation, CSV parsing,
+//! compiling the query and building an index are outside the timed loop;
+//! pushing every event, taking every match, and the end of the input
+//! (`finish`) are inside. A [`Pass`] reports events, matches, seconds and
+//! the allocations made during the timed loop (counted when the binary
+//! installs [`crate::alloc::Counting`]).
+//!
+//! With `check` set, a pass also folds every match into a [`Pass::digest`]:
+//! a hash of the multiset of `(key, start, end, rows, ends)` (for level
+//! alerts, of `(row, alert id)`), computed without the process-local
+//! symbol numbering, so that two contenders — or two processes — with the
+//! same matches have the same digest. The harness compares them; timed
+//! passes run without `check` and only count.
+//!
+//! ```
+//! use cep_bench::suite::{self, Scale};
+//! let all = suite::workloads(Scale::Quick);
+//! let w1a = all.iter().find(|w| w.name == "W1a").unwrap();
+//! assert_eq!(w1a.contenders.iter().map(|c| c.name).collect::<Vec<_>>(), ["cep", "cep (builder)", "hand-written"]);
+//! let mut cep = w1a.contenders[0].prepare(20_000);
+//! let mut hw = w1a.contenders[2].prepare(20_000);
+//! let (a, b) = (cep(true), hw(true));
+//! assert_eq!((a.events, a.matches, a.digest), (b.events, b.matches, b.digest));
+//! ```
+
+use std::borrow::Borrow;
+use std::cell::RefCell;
+use std::fmt;
+use std::hash::{DefaultHasher, Hash, Hasher};
+use std::rc::Rc;
+use std::time::Instant;
+
+use cep_core::{Event, Match, Schema, Sym, Timestamp, Value};
+use cep_index::{Alert, Fire, LevelIndex};
+use cep_nfa::builder::PatternBuilder;
+use cep_nfa::compile::{Options, compile};
+use cep_nfa::engine::{Engine, StreamEvent};
+use cep_nfa::program::{Selection, Window};
+
+use crate::baseline::levels::TwoBTreeMaps;
+use crate::baseline::naive::Naive;
+use crate::baseline::rise_spike::HandWritten;
+use crate::w1::{self, Tick};
+use crate::w2::{self, Kind};
+use crate::{levels, w3, w4};
+
+/// Full sizes or the small `--quick` ones.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Scale {
+    /// The sizes of the table in the README.
+    Full,
+    /// Small sizes: the whole suite in well under two minutes.
+    Quick,
+}
+
+/// A stream size (events) per [`Scale`].
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Size {
+    /// Events of a full run.
+    pub full: usize,
+    /// Events of a `--quick` run.
+    pub quick: usize,
+}
+
+impl Size {
+    /// The size at `scale`.
+    pub fn at(self, scale: Scale) -> usize {
+        match scale {
+            Scale::Full => self.full,
+            Scale::Quick => self.quick,
+        }
+    }
+}
+
+/// What a workload's rates are divided by in the "ratio" column.
+#[derive(Clone, Debug, PartialEq)]
+pub enum Baseline {
+    /// The median events/s of this contender of the workload.
+    Contender(&'static str),
+    /// A fixed rate in events/s, measured elsewhere (W4: SASE 1.0).
+    Rate {
+        /// Events per second.
+        events_per_sec: f64,
+        /// Where the number comes from.
+        label: &'static str,
+    },
+    /// No baseline yet.
+    None,
+}
+
+/// A target of DESIGN.md §3: its text and its check.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Target {
+    /// As the table shows it, e.g. `≥ 0.5× hand-written (aim 0.8×)`.
+    pub text: String,
+    /// How a row is checked against it.
+    pub check: Check,
+}
+
+/// The check of a [`Target`], applied to every contender of the workload
+/// but the baseline contender.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub enum Check {
+    /// Nothing to check (reported only).
+    None,
+    /// The ratio to the baseline is at least this.
+    RatioAtLeast(f64),
+    /// The median rate is at least this many events/s.
+    EventsPerSecAtLeast(f64),
+}
+
+impl Check {
+    /// Whether a row with this median rate and ratio meets the target;
+    /// `None` when there is nothing to check.
+    pub fn holds(self, events_per_sec: f64, ratio: Option<f64>) -> Option<bool> {
+        match self {
+            Check::None => None,
+            Check::RatioAtLeast(min) => ratio.map(|r| r >= min),
+            Check::EventsPerSecAtLeast(min) => Some(events_per_sec >= min),
+        }
+    }
+}
+
+/// A point of a series on the W2 chart: the query and stream, and the window.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Series {
+    /// E.g. `SEQ(A,B,D) uniform`.
+    pub name: String,
+    /// The window (time units = rows).
+    pub window: i64,
+}
+
+/// Live partial matches of an engine at the end of the stream (before
+/// `finish`).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Partials {
+    /// Runs and pending matches.
+    pub live: usize,
+    /// Bytes of matching state per live partial match.
+    pub bytes_each: usize,
+}
+
+/// One measured pass.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct Pass {
+    /// Events pushed.
+    pub events: u64,
+    /// Matches (for level alerts: fires).
+    pub matches: u64,
+    /// The multiset digest of the matches, when the pass was asked to check.
+    pub digest: Option<u64>,
+    /// Wall-clock seconds of the timed loop.
+    pub seconds: f64,
+    /// Allocations (`alloc` + `realloc`) during the timed loop.
+    pub allocations: u64,
+    /// The engine's partial matches at the end of the stream, if it tells.
+    pub partials: Option<Partials>,
+}
+
+/// One measured pass per call: `check` asks for the digest.
+pub type PassFn = Box<dyn FnMut(bool) -> Pass>;
+
+type Prepare = Box<dyn Fn(usize) -> PassFn>;
+
+/// An engine (or baseline) of a workload.
+pub struct Contender {
+    /// As the table shows it.
+    pub name: &'static str,
+    prepare: Prepare,
+}
+
+impl Contender {
+    fn new(name: &'static str, prepare: impl Fn(usize) -> PassFn + 'static) -> Contender {
+        Contender { name, prepare: Box::new(prepare) }
+    }
+
+    /// Generates (or reuses) the first `n` events of the stream and returns
+    /// the pass function.
+    pub fn prepare(&self, n: usize) -> PassFn {
+        (self.prepare)(n)
+    }
+}
+
+impl fmt::Debug for Contender {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Contender").field("name", &self.name).finish_non_exhaustive()
+    }
+}
+
+/// A macro workload.
+#[derive(Debug)]
+pub struct Workload {
+    /// E.g. `W1a`, `W2 abd w500`.
+    pub name: String,
+    /// One line: what runs, on what, and any reduction from DESIGN.md.
+    pub description: String,
+    /// Stream sizes.
+    pub size: Size,
+    /// The size at the scale the suite was made for.
+    pub events: usize,
+    /// The ratio column's reference.
+    pub baseline: Baseline,
+    /// DESIGN.md §3's target.
+    pub target: Target,
+    /// The number of matches the stream is known to have, if known.
+    pub expect: Option<u64>,
+    /// Where the workload sits on the W2 chart.
+    pub series: Option<Series>,
+    /// The engines measured, each over the same stream.
+    pub contenders: Vec<Contender>,
+}
+
+impl Workload {
+    /// The contender called `name`.
+    pub fn contender(&self, name: &str) -> Option<&Contender> {
+        self.contenders.iter().find(|c| c.name == name)
+    }
+}
+
+// ---------------------------------------------------------------------------
+// Counting and digests.
+
+/// Counts matches; when checking, folds each into a multiset digest.
+#[derive(Debug)]
+struct Tally {
+    check: bool,
+    matches: u64,
+    digest: u64,
+}
+
+impl Tally {
+    #[inline]
+    fn add(&mut self, m: &Match) {
+        self.matches += 1;
+        if self.check {
+            self.digest = self.digest.wrapping_add(match_digest(m));
+        }
+    }
+
+    #[inline]
+    fn add_fire(&mut self, f: &Fire) {
+        self.matches += 1;
+        if self.check {
+            let mut h = DefaultHasher::new();
+            (f.row, &f.id).hash(&mut h);
+            self.digest = self.digest.wrapping_add(h.finish());
+        }
+    }
+}
+
+/// Hashes a value by content (a string by its text, not its symbol number).
+fn hash_value(v: &Value, h: &mut impl Hasher) {
+    match v {
+        Value::Null => 0u8.hash(h),
+        Value::Int(x) => (1u8, x).hash(h),
+        Value::Float(x) => (2u8, x.to_bits()).hash(h),
+        Value::Bool(b) => (3u8, b).hash(h),
+        Value::Str(s) => (4u8, s.as_str()).hash(h),
+    }
+}
+
+/// The digest of one match: `(key, start, end, rows, ends)`.
+pub fn match_digest(m: &Match) -> u64 {
+    let mut h = DefaultHasher::new();
+    hash_value(&m.key, &mut h);
+    (m.start, m.end, &m.rows, &m.ends).hash(&mut h);
+    h.finish()
+}
+
+/// Runs `body` as the timed loop of a pass over `events` events.
+fn measure(events: usize, check: bool, body: impl FnOnce(&mut Tally) -> Option<Partials>) -> Pass {
+    let mut tally = Tally { check, matches: 0, digest: 0 };
+    let before = crate::alloc::counts();
+    let start = Instant::now();
+    let partials = body(&mut tally);
+    let seconds = start.elapsed().as_secs_f64();
+    let allocations = crate::alloc::counts().since(before).allocations();
+    Pass {
+        events: events as u64,
+        matches: tally.matches,
+        digest: check.then_some(tally.digest),
+        seconds,
+        allocations,
+        partials,
+    }
+}
+
+// ---------------------------------------------------------------------------
+// Streams, generated once per process and shared.
+
+/// A lazily generated stream: the longest prefix asked for so far.
+struct Stream<T> {
+    cached: RefCell<Option<Rc<Vec<T>>>>,
+    generate: Box<dyn Fn(usize) -> Vec<T>>,
+}
+
+impl<T> Stream<T> {
+    fn new(generate: impl Fn(usize) -> Vec<T> + 'static) -> Rc<Stream<T>> {
+        Rc::new(Stream { cached: RefCell::new(None), generate: Box::new(generate) })
+    }
+
+    /// At least the first `n` items (slice with `[..n]`).
+    fn get(&self, n: usize) -> Rc<Vec<T>> {
+        let mut c = self.cached.borrow_mut();
+        if let Some(v) = c.as_ref().filter(|v| v.len() >= n) {
+            return v.clone();
+        }
+        let v = Rc::new((self.generate)(n));
+        *c = Some(v.clone());
+        v
+    }
+}
+
+/// Events built from generated items by a `fill` function.
+fn events_of<T>(items: impl Iterator<Item = T>, mut fill: impl FnMut(&mut Event, &T)) -> Vec<Event> {
+    items
+        .map(|t| {
+            let mut e = Event::default();
+            fill(&mut e, &t);
+            e
+        })
+        .collect()
+}
+
+struct Streams {
+    ticks: Rc<Stream<Tick>>,
+    w1: Rc<Stream<Event>>,
+    w2: [Rc<Stream<Event>>; 3],
+    w3: Rc<Stream<Event>>,
+    w4: Rc<Stream<Event>>,
+}
+
+impl Streams {
+    fn new() -> Streams {
+        let w2 = |kind: Kind| {
+            Stream::new(move |n| {
+                let types = w2::type_syms();
+                events_of(w2::Events::new(kind, n), |e, w| w2::fill(e, w, &types))
+            })
+        };
+        Streams {
+            ticks: Stream::new(|n| w1::Ticks::new(n).collect()),
+            w1: Stream::new(|n| {
+                let tick = Sym::new("Tick");
+                events_of(w1::Ticks::new(n), |e, t| w1::fill(e, t, tick))
+            }),
+            w2: Kind::ALL.map(w2),
+            w3: Stream::new(|n| {
+                let types = w3::type_syms();
+                events_of(w3::Events::new(n), |e, w| w3::fill(e, w, &types))
+            }),
+            w4: Stream::new(|n| {
+                let syms = w4::Syms::new();
+                events_of(w4::Trades::new(n), |e, t| w4::fill(e, t, &syms))
+            }),
+        }
+    }
+
+    fn w2(&self, kind: Kind) -> Rc<Stream<Event>> {
+        self.w2[Kind::ALL.iter().position(|&k| k == kind).expect("a W2 kind")].clone()
+    }
+}
+
+// ---------------------------------------------------------------------------
+// Contenders.
+
+/// Pushes `events` through `engine`, taking every match, then finishes it.
+fn engine_pass<E: StreamEvent, X: Borrow<E>>(
+    engine: &mut Engine<E>,
+    n: usize,
+    events: impl Iterator<Item = X>,
+    check: bool,
+) -> Pass {
+    measure(n, check, |tally| {
+        for x in events {
+            engine.push(x.borrow()).expect("events in time order");
+            while let Some(m) = engine.pop() {
+                tally.add(&m);
+            }
+        }
+        let stats = engine.stats();
+        engine.finish();
+        while let Some(m) = engine.pop() {
+            tally.add(&m);
+        }
+        Some(Partials { live: stats.partials(), bytes_each: stats.bytes_per_partial() })
+    })
+}
+
+/// `cep`: the engine compiled from query text, over an event stream.
+fn cep_text(name: &'static str, query: String, schema: fn() -> Schema, stream: Rc<Stream<Event>>) -> Contender {
+    Contender::new(name, move |n| {
+        let events = stream.get(n);
+        let query = query.clone();
+        Box::new(move |check| {
+            let mut schema = schema();
+            let prog = compile(&query, &mut schema, &Options::default())
+                .unwrap_or_else(|e| panic!("the query does not compile: {e:?}"))
+                .programs
+                .remove(0);
+            let mut engine = Engine::new(prog);
+            engine_pass(&mut engine, n, events[..n].iter(), check)
+        })
+    })
+}
+
+/// A W1 tick as the builder's event type.
+struct TickEvent(Tick);
+
+impl StreamEvent for TickEvent {
+    #[inline]
+    fn timestamp(&self) -> Timestamp {
+        self.0.ts
+    }
+    #[inline]
+    fn row(&self) -> Option<u64> {
+        Some(self.0.row)
+    }
+}
+
+/// The rise / spike / quiet pattern built with closures over [`Tick`]s
+/// (the same pattern as [`w1::RISE_SPIKE`]).
+fn rise_spike_builder() -> Engine<TickEvent> {
+    let mut p = PatternBuilder::<TickEvent>::new("rise_spike");
+    p.partition_by(|t| Value::Int(t.0.key)).select(Selection::Earliest);
+    let prev = p.previous(|t| Value::Int(t.0.price), 1);
+    let r = p.element("r", |_| true);
+    p.condition(r, move |t, ctx| ctx.frame(prev).as_i64().is_some_and(|pp| t.0.price * 100 >= pp * 102));
+    let s = p.element("s", |t| t.0.vol >= 1000);
+    p.element_within(s, Window::Time(60_000));
+    let sp = p.capture(s, |t| Value::Int(t.0.price));
+    p.trailing_not(
+        "v",
+        |_| true,
+        10_000,
+        move |t, ctx| ctx.captured(sp).as_i64().is_some_and(|sp| t.0.price * 100 <= sp * 99),
+    );
+    Engine::new(p.build().expect("the rise_spike pattern builds"))
+}
+
+fn cep_builder(ticks: Rc<Stream<Tick>>) -> Contender {
+    Contender::new("cep (builder)", move |n| {
+        let ticks = ticks.get(n);
+        Box::new(move |check| {
+            let mut engine = rise_spike_builder();
+            engine_pass(&mut engine, n, ticks[..n].iter().map(|&t| TickEvent(t)), check)
+        })
+    })
+}
+
+/// The rise / spike baselines' common interface.
+trait TickEngine {
+    fn push(&mut self, t: &Tick);
+    fn finish(&mut self);
+    fn take(&mut self, tally: &mut Tally);
+}
+
+macro_rules! tick_engine {
+    ($t:ty) => {
+        impl TickEngine for $t {
+            #[inline]
+            fn push(&mut self, t: &Tick) {
+                <$t>::push(self, t)
+            }
+            fn finish(&mut self) {
+                <$t>::finish(self)
+            }
+            #[inline]
+            fn take(&mut self, tally: &mut Tally) {
+                for m in self.drain() {
+                    tally.add(&m);
+                }
+            }
+        }
+    };
+}
+
+tick_engine!(HandWritten);
+tick_engine!(Naive);
+
+fn tick_baseline<B: TickEngine + 'static>(
+    name: &'static str,
+    make: fn() -> B,
+    ticks: Rc<Stream<Tick>>,
+) -> Contender {
+    Contender::new(name, move |n| {
+        let ticks = ticks.get(n);
+        Box::new(move |check| {
+            let mut b = make();
+            measure(n, check, |tally| {
+                for t in &ticks[..n] {
+                    b.push(t);
+                    b.take(tally);
+                }
+                b.finish();
+                b.take(tally);
+                None
+            })
+        })
+    })
+}
+
+/// The level indexes' common interface.
+trait Levels: Default {
+    fn add(&mut self, a: Alert);
+    fn update(&mut self, t: &Tick, fire: impl FnMut(Fire));
+}
+
+macro_rules! levels_impl {
+    ($t:ty) => {
+        impl Levels for $t {
+            fn add(&mut self, a: Alert) {
+                <$t>::add(self, a).expect("valid alerts");
+            }
+            #[inline]
+            fn update(&mut self, t: &Tick, fire: impl FnMut(Fire)) {
+                <$t>::update(self, Value::Int(t.key), levels::FIELD, Value::Int(t.price), t.ts, t.row, fire)
+            }
+        }
+    };
+}
+
+levels_impl!(LevelIndex);
+levels_impl!(TwoBTreeMaps);
+
+fn level_contender<L: Levels + 'static>(
+    name: &'static str,
+    alerts: Rc<Stream<Alert>>,
+    count: usize,
+    ticks: Rc<Stream<Tick>>,
+) -> Contender {
+    Contender::new(name, move |n| {
+        let ticks = ticks.get(n);
+        let alerts = alerts.get(count);
+        Box::new(move |check| {
+            let mut idx = L::default();
+            for a in &alerts[..count] {
+                idx.add(a.clone());
+            }
+            measure(n, check, |tally| {
+                for t in &ticks[..n] {
+                    idx.update(t, |f| tally.add_fire(&f));
+                }
+                None
+            })
+        })
+    })
+}
+
+// ---------------------------------------------------------------------------
+// The suite.
+
+const W1A_SIZE: Size = Size { full: w1::TICKS, quick: 300_000 };
+const NAIVE_SIZE: Size = Size { full: 300_000, quick: 300_000 };
+const W1B_SIZE: Size = Size { full: w1::TICKS, quick: 300_000 };
+/// Alerts per key of W1b: DESIGN.md's 100, or 10 in `--quick`.
+const W1B_PER_KEY: Size = Size { full: levels::PER_KEY, quick: 10 };
+const W2_ABD_SIZE: Size = Size { full: 1_000, quick: 400 };
+const W2_ABDC_SIZE: Size = Size { full: 300, quick: 150 };
+const W3_SIZE: Size = Size { full: w3::EVENTS, quick: 100_000 };
+const W4_SIZE: Size = Size { full: w4::EVENTS, quick: 100_000 };
+/// SASE 1.0 on W4 (DESIGN.md §3).
+const SASE_EVENTS_PER_SEC: f64 = 150_000.0;
+
+fn thousands(n: usize) -> String {
+    let s = n.to_string();
+    let mut out = String::new();
+    for (i, c) in s.chars().enumerate() {
+        if i > 0 && (s.len() - i) % 3 == 0 {
+            out.push(',');
+        }
+        out.push(c);
+    }
+    out
+}
+
+/// All workloads, in table order, at `scale`.
+pub fn workloads(scale: Scale) -> Vec<Workload> {
+    let s = Streams::new();
+    let mut out = Vec::new();
+    let none = || Target { text: "—".into(), check: Check::None };
+
+    // W1a: the compiled query against the hand-written engine.
+    let n = W1A_SIZE.at(scale);
+    out.push(Workload {
+        name: "W1a".into(),
+        description: format!(
+            "rise_spike (LANGUAGE.md §7) over the first {} W1 ticks: the query compiled from text (Event rows), \
+             the same pattern built with closures, and the hand-written engine (Tick structs)",
+            thousands(n)
+        ),
+        size: W1A_SIZE,
+        events: n,
+        baseline: Baseline::Contender("hand-written"),
+        target: Target { text: "≥ 0.5× hand-written (aim 0.8×)".into(), check: Check::RatioAtLeast(0.5) },
+        expect: (n == w1::TICKS).then_some(450),
+        series: None,
+        contenders: vec![
+            cep_text("cep", w1::RISE_SPIKE.into(), w1::schema, s.w1.clone()),
+            cep_builder(s.ticks.clone()),
+            tick_baseline("hand-written", || HandWritten::with_keys(w1::KEYS), s.ticks.clone()),
+        ],
+    });
+
+    // The naive tier, on a prefix.
+    let n = NAIVE_SIZE.at(scale);
+    out.push(Workload {
+        name: "W1a-naive".into(),
+        description: format!(
+            "rise_spike over the first {} W1 ticks: the naive tier (re-runs the pattern over each key's stored \
+             window on every tick) against the compiled query, to show the gap",
+            thousands(n)
+        ),
+        size: NAIVE_SIZE,
+        events: n,
+        baseline: Baseline::Contender("naive"),
+        target: Target { text: "— (shows the gap)".into(), check: Check::None },
+        expect: None,
+        series: None,
+        contenders: vec![
+            cep_text("cep", w1::RISE_SPIKE.into(), w1::schema, s.w1.clone()),
+            tick_baseline("naive", Naive::new, s.ticks.clone()),
+        ],
+    });
+
+    // W1b: level alerts.
+    let n = W1B_SIZE.at(scale);
+    let per_key = W1B_PER_KEY.at(scale);
+    let count = levels::KEYS * per_key;
+    let alerts = Stream::new(move |_| levels::alerts(levels::KEYS, per_key));
+    out.push(Workload {
+        name: "W1b".into(),
+        description: format!(
+            "level alerts: {} keys × {per_key} `above` alerts (band {}) over the first {} W1 ticks; \
+             cep-index (a simple scan today) against the two-BTreeMap index of DESIGN.md §2.6; \
+             matches = fires",
+            thousands(levels::KEYS),
+            levels::BAND,
+            thousands(n)
+        ),
+        size: W1B_SIZE,
+        events: n,
+        baseline: Baseline::Contender("two-btreemaps"),
+        target: Target { text: "≥ 2× two-btreemaps (aim 5×)".into(), check: Check::RatioAtLeast(2.0) },
+        expect: (n == w1::TICKS && per_key == levels::PER_KEY).then_some(levels::FIRES as u64),
+        series: None,
+        contenders: vec![
+            level_contender::<LevelIndex>("cep-index", alerts.clone(), count, s.ticks.clone()),
+            level_contender::<TwoBTreeMaps>("two-btreemaps", alerts, count, s.ticks.clone()),
+        ],
+    });
+
+    // W2: any-match sequences, enumerated, per window and stream.
+    let w2_target = || Target { text: "— (batch vs per-event: stack-engine issue)".into(), check: Check::None };
+    let mut w2 = |query: &str, q: fn(i64) -> String, kind: Kind, window: i64, size: Size| {
+        let n = size.at(scale);
+        let suffix = if kind == Kind::Uniform { String::new() } else { format!(" {}", kind.name()) };
+        let short = query.replace(['(', ')', ','], "").replace("SEQ", "").to_lowercase();
+        let binds = if (n as i64) <= window { "; fewer events than the window, so it does not bind" } else { "" };
+        out.push(Workload {
+            name: format!("W2 {short} w{window}{suffix}"),
+            description: format!(
+                "{query} skip-till-any-match WITHIN {window}, every match enumerated, over the first {} events of \
+                 the {} W2 stream (DESIGN.md: 10,000; the match count grows like window^(k-1)·n for k elements, \
+                 and there is no counting mode yet{binds})",
+                thousands(n),
+                kind.name()
+            ),
+            size,
+            events: n,
+            baseline: Baseline::None,
+            target: w2_target(),
+            expect: None,
+            series: Some(Series { name: format!("{query} {}", kind.name()), window }),
+            contenders: vec![cep_text("cep", q(window), w2::schema, s.w2(kind))],
+        });
+    };
+    for window in w2::WINDOWS {
+        w2("SEQ(A,B,D)", w2::seq_abd, Kind::Uniform, window, W2_ABD_SIZE);
+    }
+    for window in w2::WINDOWS {
+        w2("SEQ(A,B,D,C)", w2::seq_abdc, Kind::Uniform, window, W2_ABDC_SIZE);
+    }
+    for kind in [Kind::ClusterFriendly, Kind::ClusterFree] {
+        w2("SEQ(A,B,D)", w2::seq_abd, kind, w2::WINDOWS[0], W2_ABD_SIZE);
+    }
+
+    // W3: the CORE-style sequence.
+    let n = W3_SIZE.at(scale);
+    out.push(Workload {
+        name: "W3".into(),
+        description: format!(
+            "SEQ(AA a, AB b, AC c) skip-till-any-match WITHIN 100 EVENTS over {} events of 9 uniform types, \
+             every match enumerated (the CORE peer is not measured here)",
+            thousands(n)
+        ),
+        size: W3_SIZE,
+        events: n,
+        baseline: Baseline::None,
+        target: none(),
+        expect: None,
+        series: None,
+        contenders: vec![cep_text("cep", w3::QUERY.into(), w3::schema, s.w3.clone())],
+    });
+
+    // W4: SASE+ Kleene.
+    let n = W4_SIZE.at(scale);
+    out.push(Workload {
+        name: "W4".into(),
+        description: format!(
+            "SEQ(Stock+ a[], Stock b) skip-till-next-match [symbol] WITHIN 500 over {} trades of 2 symbols; \
+             ratio to SASE 1.0's 150,000 events/s",
+            thousands(n)
+        ),
+        size: W4_SIZE,
+        events: n,
+        baseline: Baseline::Rate { events_per_sec: SASE_EVENTS_PER_SEC, label: "SASE 1.0 (150 k events/s)" },
+        target: Target { text: "≥ 15 M events/s (100× SASE 1.0)".into(), check: Check::EventsPerSecAtLeast(15e6) },
+        expect: None,
+        series: None,
+        contenders: vec![cep_text("cep", w4::QUERY.into(), w4::schema, s.w4.clone())],
+    });
+
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn names_are_unique_and_baselines_exist() {
+        let all = workloads(Scale::Quick);
+        let mut names: Vec<_> = all.iter().map(|w| w.name.as_str()).collect();
+        names.sort_unstable();
+        names.dedup();
+        assert_eq!(names.len(), all.len());
+        for w in &all {
+            if let Baseline::Contender(b) = w.baseline {
+                assert!(w.contender(b).is_some(), "{}: no contender {b}", w.name);
+            }
+            assert!(!w.contenders.is_empty());
+        }
+    }
+
+    #[test]
+    fn contenders_agree_on_small_streams() {
+        for w in workloads(Scale::Quick) {
+            // W2's enumeration grows fast: a few hundred events suffice there.
+            let n = w.events.min(if w.series.is_some() { 300 } else { 5_000 });
+            let passes: Vec<Pass> = w.contenders.iter().map(|c| c.prepare(n)(true)).collect();
+            for (c, p) in w.contenders.iter().zip(&passes) {
+                assert_eq!(p.events, n as u64);
+                assert_eq!((p.matches, p.digest), (passes[0].matches, passes[0].digest), "{} {}", w.name, c.name);
+            }
+        }
+    }
+
+    #[test]
+    fn digest_ignores_symbol_numbers_and_order() {
+        let m = |key: Value, start| Match { query: 0, key, start, end: 5, rows: vec![1, 2], ends: vec![1, 2] };
+        let a = match_digest(&m(Value::str("S0"), 1));
+        assert_eq!(a, match_digest(&m(Value::str("S0"), 1)));
+        assert_ne!(a, match_digest(&m(Value::str("S1"), 1)));
+        assert_ne!(a, match_digest(&m(Value::str("S0"), 2)));
+    }
+
+    #[test]
+    fn thousands_separators() {
+        assert_eq!(thousands(0), "0");
+        assert_eq!(thousands(999), "999");
+        assert_eq!(thousands(3_000_000), "3,000,000");
+    }
+}
