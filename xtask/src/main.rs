@@ -1,44 +1,68 @@
-//! Project automation: `cargo xtask <command>`.
+//! Project automation: `cargo xtask <command>` (see `xtask/README.md`).
 //!
-//! - `cargo xtask csv DIR [--ticks N]`: writes the W1 ticks (DESIGN.md §3) to
-//!   `DIR/w1.csv` and the rise_spike query to `DIR/rise_spike.cep`, so the
-//!   same stream can be fed to `cep run` and to other engines.
+//! - `cargo xtask bench [--quick] [--runs N] [--only TEXT] [--no-rss]`: the
+//!   macro workloads of DESIGN.md §3, each engine beside its baseline in
+//!   this process, alternating; prints one table and writes
+//!   `target/bench/results.json` and SVG charts.
+//! - `cargo xtask bench --csv DIR`: writes every workload's stream (and
+//!   the query files) to `DIR` instead.
+//! - `cargo xtask csv DIR [--ticks N]`: writes the W1 ticks and the
+//!   rise_spike query only.
+//!
+//! The binary's global allocator counts allocations
+//! ([`cep_bench::alloc::Counting`]), for the allocations-per-event column.
 
-use std::fs::File;
-use std::io::{BufWriter, Write};
+mod bench;
+mod csv;
+
 use std::path::PathBuf;
 use std::process::ExitCode;
 
-fn main() -> ExitCode {
-    let args: Vec<String> = std::env::args().skip(1).collect();
-    match args.first().map(String::as_str) {
-        Some("csv") => match csv(&args[1..]) {
-            Ok(()) => ExitCode::SUCCESS,
-            Err(e) => {
-                eprintln!("error: {e}");
-                ExitCode::FAILURE
-            }
-        },
-        _ => {
-            eprintln!("usage: cargo xtask csv DIR [--ticks N]");
-            ExitCode::from(2)
-        }
-    }
+use clap::{Parser, Subcommand};
+
+#[global_allocator]
+static ALLOC: cep_bench::alloc::Counting = cep_bench::alloc::Counting;
+
+#[derive(Debug, Parser)]
+#[command(name = "cargo xtask", about = "Project automation for cep.")]
+struct Cli {
+    #[command(subcommand)]
+    command: Command,
 }
 
-fn csv(args: &[String]) -> Result<(), String> {
-    let dir = PathBuf::from(args.first().ok_or("csv needs a directory")?);
-    let ticks = match args.get(1).map(String::as_str) {
-        Some("--ticks") => args.get(2).and_then(|n| n.parse().ok()).ok_or("--ticks needs a number")?,
-        Some(other) => return Err(format!("unknown option `{other}`")),
-        None => cep_bench::w1::TICKS,
+#[derive(Debug, Subcommand)]
+enum Command {
+    /// Runs the macro benchmarks: one table, results.json and charts under target/bench.
+    Bench(bench::Args),
+    /// Writes the W1 ticks to DIR/w1.csv and the rise_spike query to DIR/rise_spike.cep.
+    Csv {
+        /// The directory to write to (created if missing).
+        dir: PathBuf,
+        /// How many ticks (default: DESIGN.md's 3,000,000).
+        #[arg(long, default_value_t = cep_bench::w1::TICKS)]
+        ticks: usize,
+    },
+    /// Runs one contender once and prints its peak RSS (used by `bench`).
+    #[command(hide = true)]
+    BenchOne {
+        workload: String,
+        contender: String,
+        #[arg(long)]
+        quick: bool,
+    },
+}
+
+fn main() -> ExitCode {
+    let cli = Cli::parse();
+    let result = match cli.command {
+        Command::Bench(args) => bench::main(&args),
+        Command::Csv { dir, ticks } => csv::w1(&dir, ticks).map(|()| ExitCode::SUCCESS),
+        Command::BenchOne { workload, contender, quick } => {
+            bench::rss::child(&workload, &contender, quick).map(|()| ExitCode::SUCCESS)
+        }
     };
-    std::fs::create_dir_all(&dir).map_err(|e| format!("{}: {e}", dir.display()))?;
-    let path = dir.join("w1.csv");
-    let mut out = BufWriter::new(File::create(&path).map_err(|e| format!("{}: {e}", path.display()))?);
-    cep_bench::w1::write_csv(&mut out, ticks).and_then(|()| out.flush()).map_err(|e| e.to_string())?;
-    let q = dir.join("rise_spike.cep");
-    std::fs::write(&q, cep_bench::w1::RISE_SPIKE).map_err(|e| format!("{}: {e}", q.display()))?;
-    println!("wrote {ticks} ticks to {} and the query to {}", path.display(), q.display());
-    Ok(())
+    result.unwrap_or_else(|e| {
+        eprintln!("error: {e}");
+        ExitCode::FAILURE
+    })
 }

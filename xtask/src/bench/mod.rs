@@ -1,0 +1,134 @@
+//! `cargo xtask bench`: runs the workloads of [`cep_bench::suite`], prints
+//! the table, writes `results.json` and the charts.
+//!
+//! Per workload ([`runner`]): one warm-up pass of every contender (with
+//! match digests, compared across contenders), then `--runs` rounds of one
+//! timed pass per contender, alternating; then every contender once more
+//! alone in a child process for its peak RSS ([`rss`]). A mismatch of
+//! matches between contenders (or with a workload's known count, or
+//! between passes) is reported loudly and makes the exit code non-zero;
+//! targets are reported, never enforced.
+
+mod chart;
+mod progress;
+mod report;
+pub mod rss;
+mod runner;
+mod table;
+
+use std::path::{Path, PathBuf};
+use std::process::ExitCode;
+use std::time::Instant;
+
+use cep_bench::suite::{self, Scale};
+
+use progress::Progress;
+
+/// Options of `cargo xtask bench`.
+#[derive(Debug, clap::Args)]
+pub struct Args {
+    /// Small stream sizes (the whole suite in under two minutes); used by CI.
+    #[arg(long)]
+    quick: bool,
+    /// Timed passes per contender, after one warm-up pass.
+    #[arg(long, default_value_t = 5, value_parser = clap::value_parser!(u32).range(1..))]
+    runs: u32,
+    /// Runs only the workloads whose name contains TEXT (e.g. `W1a`, `W2`).
+    #[arg(long, value_name = "TEXT")]
+    only: Option<String>,
+    /// Skips the peak-RSS child processes.
+    #[arg(long)]
+    no_rss: bool,
+    /// Writes every workload's stream as CSV (and the queries) into DIR instead of benchmarking.
+    #[arg(long, value_name = "DIR")]
+    csv: Option<PathBuf>,
+    /// Where results.json and the charts go (default: target/bench of the workspace).
+    #[arg(long, value_name = "DIR")]
+    out: Option<PathBuf>,
+}
+
+fn scale(quick: bool) -> Scale {
+    if quick { Scale::Quick } else { Scale::Full }
+}
+
+/// The workspace's `target/bench` (or `$CARGO_TARGET_DIR/bench`).
+fn default_out() -> PathBuf {
+    let target = std::env::var_os("CARGO_TARGET_DIR")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| Path::new(env!("CARGO_MANIFEST_DIR")).parent().unwrap_or(Path::new(".")).join("target"));
+    target.join("bench")
+}
+
+/// `cargo xtask bench`.
+pub fn main(args: &Args) -> Result<ExitCode, String> {
+    if let Some(dir) = &args.csv {
+        crate::csv::all(dir)?;
+        return Ok(ExitCode::SUCCESS);
+    }
+    if !cep_bench::alloc::installed() {
+        return Err("the counting allocator is not installed".into());
+    }
+    let started = Instant::now();
+    let scale = scale(args.quick);
+    let workloads: Vec<_> = suite::workloads(scale)
+        .into_iter()
+        .filter(|w| args.only.as_deref().is_none_or(|o| w.name.contains(o)))
+        .collect();
+    if workloads.is_empty() {
+        return Err(format!("no workload matches `{}`", args.only.as_deref().unwrap_or("")));
+    }
+    let runs = args.runs as usize;
+    let passes: usize = workloads.iter().map(|w| w.contenders.len() * (runs + 1 + usize::from(!args.no_rss))).sum();
+    let progress = Progress::new(passes as u64);
+    let mut results = Vec::new();
+    for w in &workloads {
+        let t = Instant::now();
+        let mut r = runner::run(w, runs, &progress);
+        if !args.no_rss {
+            rss::measure_all(w, args.quick, &mut r, &progress);
+        }
+        progress.log(&format!(
+            "{:<26} {} contender(s), {} pass(es) each: {:.1} s{}",
+            w.name,
+            w.contenders.len(),
+            runs + 1,
+            t.elapsed().as_secs_f64(),
+            if r.failures.is_empty() { "" } else { "  MISMATCH" }
+        ));
+        results.push(r);
+    }
+    progress.finish();
+
+    let rows = table::rows(&workloads, &results);
+    println!("{}", table::render(&rows));
+    println!();
+    for w in &workloads {
+        println!("- {}: {}", w.name, w.description);
+    }
+    let out = args.out.clone().unwrap_or_else(default_out);
+    std::fs::create_dir_all(&out).map_err(|e| format!("{}: {e}", out.display()))?;
+    let elapsed = started.elapsed().as_secs_f64();
+    let report = report::Report::new(args.quick, runs, elapsed, &workloads, &results, rows);
+    let json = out.join("results.json");
+    report.write(&json)?;
+    println!();
+    println!("{} ({} run(s) per contender after a warm-up, {elapsed:.0} s)", report.machine.summary(), runs);
+    println!("wrote {}", json.display());
+    for written in chart::all(&out, &workloads, &report.rows) {
+        match written {
+            Ok(path) => println!("wrote {}", path.display()),
+            Err(note) => println!("note: {note}"),
+        }
+    }
+
+    let failures: Vec<_> = results.iter().flat_map(|r| r.failures.iter().map(move |f| (&r.name, f))).collect();
+    if failures.is_empty() {
+        return Ok(ExitCode::SUCCESS);
+    }
+    eprintln!();
+    eprintln!("error: matches differ — an engine or a baseline is wrong:");
+    for (w, f) in failures {
+        eprintln!("  {w}: {f}");
+    }
+    Ok(ExitCode::FAILURE)
+}
