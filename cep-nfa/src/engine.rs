@@ -838,7 +838,11 @@ impl<E: StreamEvent> Engine<E> {
             if any && neg_acc != 0 {
                 let regs = &part.runs.regs[i * stride..(i + 1) * stride];
                 for (gi, neg) in prog.negations.iter().enumerate() {
-                    if neg_acc >> gi & 1 == 0 || neg.deferred.is_some() || neg.after < k || neg.after >= run.block_at as usize {
+                    if neg_acc >> gi & 1 == 0
+                        || neg.deferred.is_some()
+                        || neg.after < k
+                        || neg.after >= run.block_at as usize
+                    {
                         continue;
                     }
                     if neg.early.iter().all(|c| (c.pred)(e, frame, regs)) {
@@ -864,7 +868,10 @@ impl<E: StreamEvent> Engine<E> {
         if any {
             for &j in &g.start {
                 let j = j as usize;
-                if acc >> j & 1 == 0 || !completions_ok(prog, 0, j, null_regs) || !conds_ok(prog, j, e, frame, null_regs, 0) {
+                if acc >> j & 1 == 0
+                    || !completions_ok(prog, 0, j, null_regs)
+                    || !conds_ok(prog, j, e, frame, null_regs, 0)
+                {
                     continue;
                 }
                 child_regs.copy_from_slice(null_regs);
