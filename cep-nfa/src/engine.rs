@@ -255,37 +255,43 @@ impl HistoryShape {
 }
 
 /// Partition keys → dense partition ids. Small non-negative integer keys
-/// (the common case: ids) index a vector directly; other keys go through a
-/// hash map.
+/// (the common case: ids) and strings (interned: their symbols are small
+/// integers too) index vectors directly; NULL has a slot of its own; other
+/// keys go through a hash map.
 #[derive(Debug, Default)]
 struct KeyIndex {
-    dense: Vec<u32>,
+    ints: Vec<u32>,
+    strs: Vec<u32>,
+    null: Option<u32>,
     map: AHashMap<Value, u32>,
 }
 
-/// Integer keys below this are looked up in [`KeyIndex::dense`].
+/// Integer keys below this are looked up in [`KeyIndex::ints`].
 const DENSE_KEYS: i64 = 1 << 20;
 
 impl KeyIndex {
     #[inline]
     fn get(&self, key: &Value) -> Option<u32> {
+        let dense = |v: &Vec<u32>, i: usize| v.get(i).copied().filter(|&p| p != u32::MAX);
         match *key {
-            Value::Int(i) if (0..DENSE_KEYS).contains(&i) => {
-                self.dense.get(i as usize).copied().filter(|&p| p != u32::MAX)
-            }
+            Value::Int(i) if (0..DENSE_KEYS).contains(&i) => dense(&self.ints, i as usize),
+            Value::Str(s) => dense(&self.strs, s.index() as usize),
+            Value::Null => self.null,
             _ => self.map.get(key).copied(),
         }
     }
 
     fn insert(&mut self, key: Value, pid: u32) {
-        match key {
-            Value::Int(i) if (0..DENSE_KEYS).contains(&i) => {
-                let i = i as usize;
-                if self.dense.len() <= i {
-                    self.dense.resize(i + 1, u32::MAX);
-                }
-                self.dense[i] = pid;
+        let put = |v: &mut Vec<u32>, i: usize| {
+            if v.len() <= i {
+                v.resize(i + 1, u32::MAX);
             }
+            v[i] = pid;
+        };
+        match key {
+            Value::Int(i) if (0..DENSE_KEYS).contains(&i) => put(&mut self.ints, i as usize),
+            Value::Str(s) => put(&mut self.strs, s.index() as usize),
+            Value::Null => self.null = Some(pid),
             _ => {
                 self.map.insert(key, pid);
             }
