@@ -256,7 +256,7 @@ impl<E: 'static> PatternBuilder<E> {
 
     /// Partitions the stream by a key.
     pub fn partition_by(&mut self, key: impl Fn(&E) -> Value + Send + Sync + 'static) -> &mut Self {
-        self.prog.key = Some(("(closure)".to_owned(), Box::new(key)));
+        self.prog.key = Some(("(closure)".to_owned(), FrameSlot::Field(Box::new(key))));
         self
     }
 

@@ -270,7 +270,7 @@ struct KeyIndex {
 const DENSE_KEYS: i64 = 1 << 20;
 
 impl KeyIndex {
-    #[inline]
+    #[inline(always)]
     fn get(&self, key: &Value) -> Option<u32> {
         let dense = |v: &Vec<u32>, i: usize| v.get(i).copied().filter(|&p| p != u32::MAX);
         match *key {
@@ -542,7 +542,12 @@ impl<E: StreamEvent> Engine<E> {
         self.stats.events += 1;
         let (any, trail_acc) = self.accept(e);
         let prog = &self.prog;
-        let key = prog.key.as_ref().map_or(Value::Null, |(_, k)| k(e));
+        let key = match &prog.key {
+            None => Value::Null,
+            Some((_, FrameSlot::At(i))) => e.field(*i),
+            Some((_, FrameSlot::Field(f))) => f(e),
+            Some((_, FrameSlot::Prev { .. })) => Value::Null,
+        };
         let pid = match self.index.get(&key) {
             Some(p) => p,
             None => {

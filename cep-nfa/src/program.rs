@@ -227,7 +227,7 @@ pub struct Program<E> {
     /// After-match skip.
     pub skip: SkipTo,
     /// Partition key, and its field name.
-    pub key: Option<(String, Extract<E>)>,
+    pub key: Option<(String, FrameSlot<E>)>,
     /// How to build a frame.
     pub frame: Vec<FrameSlot<E>>,
     /// Values kept per event for `PREV` (never [`FrameSlot::Prev`]).

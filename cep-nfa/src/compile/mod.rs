@@ -494,7 +494,7 @@ impl<'a> StatementCompiler<'a> {
         }
     }
 
-    fn partition(&mut self) -> Option<(String, Extract<Event>)> {
+    fn partition(&mut self) -> Option<(String, FrameSlot<Event>)> {
         let st = self.st;
         let mut field: Option<&Ident> = st.partition.as_ref();
         for c in &st.conjuncts {
@@ -516,7 +516,7 @@ impl<'a> StatementCompiler<'a> {
         let f = field?;
         let all_types: Vec<Sym> = self.vars.iter().flat_map(|v| v.types.clone()).collect();
         let fid = self.field(&f.name, f.span, &all_types, false)?;
-        Some((f.name.clone(), Box::new(move |e: &Event| e.get(fid))))
+        Some((f.name.clone(), FrameSlot::At(fid)))
     }
 
     fn skip(&mut self) -> SkipTo {
