@@ -38,12 +38,10 @@ use std::hash::{DefaultHasher, Hash, Hasher};
 use std::rc::Rc;
 use std::time::Instant;
 
-use cep_core::{Event, Match, Schema, Sym, Timestamp, Value};
+use cep_core::{Event, Match, Schema, Sym, Value};
 use cep_index::{Alert, Fire, LevelIndex};
-use cep_nfa::builder::PatternBuilder;
 use cep_nfa::compile::{Options, compile};
 use cep_nfa::engine::{Engine, StreamEvent};
-use cep_nfa::program::{Selection, Window};
 
 use crate::baseline::levels::TwoBTreeMaps;
 use crate::baseline::naive::Naive;
@@ -414,46 +412,12 @@ fn cep_text(name: &'static str, query: String, schema: fn() -> Schema, stream: R
     })
 }
 
-/// A W1 tick as the builder's event type.
-struct TickEvent(Tick);
-
-impl StreamEvent for TickEvent {
-    #[inline]
-    fn timestamp(&self) -> Timestamp {
-        self.0.ts
-    }
-    #[inline]
-    fn row(&self) -> Option<u64> {
-        Some(self.0.row)
-    }
-}
-
-/// The rise / spike / quiet pattern built with closures over [`Tick`]s
-/// (the same pattern as [`w1::RISE_SPIKE`]).
-fn rise_spike_builder() -> Engine<TickEvent> {
-    let mut p = PatternBuilder::<TickEvent>::new("rise_spike");
-    p.partition_by(|t| Value::Int(t.0.key)).select(Selection::Earliest);
-    let prev = p.previous(|t| Value::Int(t.0.price), 1);
-    let r = p.element("r", |_| true);
-    p.condition(r, move |t, ctx| ctx.frame(prev).as_i64().is_some_and(|pp| t.0.price * 100 >= pp * 102));
-    let s = p.element("s", |t| t.0.vol >= 1000);
-    p.element_within(s, Window::Time(60_000));
-    let sp = p.capture(s, |t| Value::Int(t.0.price));
-    p.trailing_not(
-        "v",
-        |_| true,
-        10_000,
-        move |t, ctx| ctx.captured(sp).as_i64().is_some_and(|sp| t.0.price * 100 <= sp * 99),
-    );
-    Engine::new(p.build().expect("the rise_spike pattern builds"))
-}
-
 fn cep_builder(ticks: Rc<Stream<Tick>>) -> Contender {
     Contender::new("cep (builder)", move |n| {
         let ticks = ticks.get(n);
         Box::new(move |check| {
-            let mut engine = rise_spike_builder();
-            engine_pass(&mut engine, n, ticks[..n].iter().map(|&t| TickEvent(t)), check)
+            let mut engine = Engine::new(w1::rise_spike_builder());
+            engine_pass(&mut engine, n, ticks[..n].iter().copied(), check)
         })
     })
 }

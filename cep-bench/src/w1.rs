@@ -11,7 +11,10 @@
 
 use std::io::{self, Write};
 
-use cep_core::{Event, Schema, Sym, Value};
+use cep_core::{Event, Schema, Sym, Timestamp, Value};
+use cep_nfa::builder::PatternBuilder;
+use cep_nfa::engine::StreamEvent;
+use cep_nfa::program::{Program, Selection, Window};
 
 /// The rise / spike / quiet query of LANGUAGE.md §7.
 pub const RISE_SPIKE: &str = "QUERY rise_spike
@@ -64,6 +67,38 @@ pub struct Tick {
     pub price: i64,
     /// 10 or 2000.
     pub vol: i64,
+}
+
+impl StreamEvent for Tick {
+    #[inline]
+    fn timestamp(&self) -> Timestamp {
+        self.ts
+    }
+    #[inline]
+    fn row(&self) -> Option<u64> {
+        Some(self.row)
+    }
+}
+
+/// The rise / spike / quiet pattern of [`RISE_SPIKE`], built with closures
+/// over [`Tick`]s instead of compiled from text: the same matches, without
+/// the dynamic event rows.
+pub fn rise_spike_builder() -> Program<Tick> {
+    let mut p = PatternBuilder::<Tick>::new("rise_spike");
+    p.partition_by(|t| Value::Int(t.key)).select(Selection::Earliest);
+    let prev = p.previous(|t| Value::Int(t.price), 1);
+    let r = p.element("r", |_| true);
+    p.condition(r, move |t, ctx| ctx.frame(prev).as_i64().is_some_and(|pp| t.price * 100 >= pp * 102));
+    let s = p.element("s", |t| t.vol >= 1000);
+    p.element_within(s, Window::Time(60_000));
+    let sp = p.capture(s, |t| Value::Int(t.price));
+    p.trailing_not(
+        "v",
+        |_| true,
+        10_000,
+        move |t, ctx| ctx.captured(sp).as_i64().is_some_and(|sp| t.price * 100 <= sp * 99),
+    );
+    p.build().expect("the rise_spike pattern builds")
 }
 
 /// The W1 tick stream.

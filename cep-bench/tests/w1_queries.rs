@@ -1,23 +1,10 @@
 //! The W1 stream through the text-compiled rise_spike query and through the
 //! same pattern built with closures: both give the stream's 450 matches.
 
-use cep_bench::w1::{self, RISE_SPIKE, Tick, Ticks};
-use cep_core::{Event, Match, Sym, Value};
-use cep_nfa::builder::PatternBuilder;
+use cep_bench::w1::{self, RISE_SPIKE, Ticks};
+use cep_core::{Event, Match, Sym};
 use cep_nfa::compile::{Options, compile};
-use cep_nfa::engine::{Engine, StreamEvent};
-use cep_nfa::program::{Selection, Window};
-
-struct T(Tick);
-
-impl StreamEvent for T {
-    fn timestamp(&self) -> i64 {
-        self.0.ts
-    }
-    fn row(&self) -> Option<u64> {
-        Some(self.0.row)
-    }
-}
+use cep_nfa::engine::Engine;
 
 fn text_matches(n: usize) -> Vec<Match> {
     let mut schema = w1::schema();
@@ -38,24 +25,10 @@ fn text_matches(n: usize) -> Vec<Match> {
 }
 
 fn builder_matches(n: usize) -> Vec<Match> {
-    let mut p = PatternBuilder::<T>::new("rise_spike");
-    p.partition_by(|t| Value::Int(t.0.key)).select(Selection::Earliest);
-    let prev = p.previous(|t| Value::Int(t.0.price), 1);
-    let r = p.element("r", |_| true);
-    p.condition(r, move |t, ctx| ctx.frame(prev).as_i64().is_some_and(|pp| t.0.price * 100 >= pp * 102));
-    let s = p.element("s", |t| t.0.vol >= 1000);
-    p.element_within(s, Window::Time(60_000));
-    let sp = p.capture(s, |t| Value::Int(t.0.price));
-    p.trailing_not(
-        "v",
-        |_| true,
-        10_000,
-        move |t, ctx| ctx.captured(sp).as_i64().is_some_and(|sp| t.0.price * 100 <= sp * 99),
-    );
-    let mut engine = Engine::new(p.build().unwrap());
+    let mut engine = Engine::new(w1::rise_spike_builder());
     let mut out = Vec::new();
     for t in Ticks::new(n) {
-        engine.push(&T(t)).unwrap();
+        engine.push(&t).unwrap();
         out.extend(engine.drain());
     }
     engine.finish();

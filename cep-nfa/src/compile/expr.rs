@@ -131,44 +131,18 @@ impl Leaf {
             Leaf::Const(v) => v,
             Leaf::Slot(s) => f[s],
             Leaf::Reg(r) => g[r],
-            Leaf::SlotOp(s, op, c) => arith_fast(op, f[s], c),
-            Leaf::RegOp(r, op, c) => arith_fast(op, g[r], c),
+            Leaf::SlotOp(s, op, c) => ops::arith(op, f[s], c),
+            Leaf::RegOp(r, op, c) => ops::arith(op, g[r], c),
         }
     }
 }
 
-/// Arithmetic with the int-by-int case first.
-#[inline(always)]
-fn arith_fast(op: BinOp, a: Value, b: Value) -> Value {
-    if let (Value::Int(x), Value::Int(y)) = (a, b) {
-        let r = match op {
-            BinOp::Add => x.checked_add(y),
-            BinOp::Sub => x.checked_sub(y),
-            BinOp::Mul => x.checked_mul(y),
-            BinOp::Div => x.checked_div(y),
-            BinOp::Rem => x.checked_rem(y),
-            _ => None,
-        };
-        return r.map_or(Value::Null, Value::Int);
-    }
-    ops::arith(op, a, b)
-}
-
-/// Comparison with the int-by-int case first.
-#[inline(always)]
-fn compare_fast(op: BinOp, a: Value, b: Value) -> bool {
-    if let (Value::Int(x), Value::Int(y)) = (a, b) {
-        return ops::holds(op, x.cmp(&y));
-    }
-    ops::compare(op, a, b)
-}
-
 fn arith_fn(op: BinOp, a: &Node, b: &Node) -> ValFn {
     match (Leaf::of(a), Leaf::of(b)) {
-        (Some(la), Some(lb)) => Box::new(move |f, g| arith_fast(op, la.eval(f, g), lb.eval(f, g))),
+        (Some(la), Some(lb)) => Box::new(move |f, g| ops::arith(op, la.eval(f, g), lb.eval(f, g))),
         _ => {
             let (a, b) = (value_fn(a), value_fn(b));
-            Box::new(move |f, g| arith_fast(op, a(f, g), b(f, g)))
+            Box::new(move |f, g| ops::arith(op, a(f, g), b(f, g)))
         }
     }
 }
@@ -204,18 +178,18 @@ fn cmp_fn(op: BinOp, a: &Node, b: &Node) -> BoolFn {
     // One closure per comparison whose sides are simple (the common
     // `x.f >= 1000`, `r.price * 100 >= PREV(r.price) * 102`): no inner calls.
     match (Leaf::of(a), Leaf::of(b)) {
-        (Some(la), Some(lb)) => Box::new(move |f, g| compare_fast(op, la.eval(f, g), lb.eval(f, g))),
+        (Some(la), Some(lb)) => Box::new(move |f, g| ops::compare(op, la.eval(f, g), lb.eval(f, g))),
         (Some(la), None) => {
             let b = value_fn(b);
-            Box::new(move |f, g| compare_fast(op, la.eval(f, g), b(f, g)))
+            Box::new(move |f, g| ops::compare(op, la.eval(f, g), b(f, g)))
         }
         (None, Some(lb)) => {
             let a = value_fn(a);
-            Box::new(move |f, g| compare_fast(op, a(f, g), lb.eval(f, g)))
+            Box::new(move |f, g| ops::compare(op, a(f, g), lb.eval(f, g)))
         }
         (None, None) => {
             let (a, b) = (value_fn(a), value_fn(b));
-            Box::new(move |f, g| compare_fast(op, a(f, g), b(f, g)))
+            Box::new(move |f, g| ops::compare(op, a(f, g), b(f, g)))
         }
     }
 }

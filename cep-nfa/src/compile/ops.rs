@@ -24,7 +24,7 @@ use crate::syntax::ast::BinOp;
 /// assert_eq!(arith(BinOp::Add, Value::Int(i64::MAX), Value::Int(1)), Value::Null);
 /// assert_eq!(arith(BinOp::Mul, Value::Int(3), Value::Float(0.5)), Value::Float(1.5));
 /// ```
-#[inline]
+#[inline(always)]
 pub fn arith(op: BinOp, a: Value, b: Value) -> Value {
     match (a, b) {
         (Value::Int(x), Value::Int(y)) => {
@@ -58,7 +58,7 @@ pub fn arith(op: BinOp, a: Value, b: Value) -> Value {
 }
 
 /// Applies a comparison operator; false when the values do not compare.
-#[inline]
+#[inline(always)]
 pub fn compare(op: BinOp, a: Value, b: Value) -> bool {
     let ord = match (a, b) {
         (Value::Int(x), Value::Int(y)) => x.cmp(&y),
