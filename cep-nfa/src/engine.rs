@@ -46,8 +46,7 @@ pub trait StreamEvent {
     }
     /// The value of field `i`, for programs whose frame reads fields by
     /// index ([`FrameSlot::At`]); NULL by default.
-    fn field(&self, i: u32) -> Value {
-        let _ = i;
+    fn field(&self, _i: u32) -> Value {
         Value::Null
     }
 }

@@ -515,7 +515,7 @@ impl<'a> StatementCompiler<'a> {
         }
         let f = field?;
         let all_types: Vec<Sym> = self.vars.iter().flat_map(|v| v.types.clone()).collect();
-        let fid = self.field(&f.name, f.span, &all_types, false)?;
+        let fid = self.field(&f.name, f.span, &all_types)?;
         Some((f.name.clone(), FrameSlot::At(fid)))
     }
 
@@ -550,7 +550,7 @@ impl<'a> StatementCompiler<'a> {
     }
 
     /// Resolves a field name for events of `types`.
-    fn field(&mut self, name: &str, span: Span, types: &[Sym], _is_neg: bool) -> Option<FieldId> {
+    fn field(&mut self, name: &str, span: Span, types: &[Sym]) -> Option<FieldId> {
         let fid = match self.schema.lookup(name) {
             Some(f) => f,
             None if self.schema.fields_closed() => {
@@ -850,8 +850,8 @@ impl<'a> StatementCompiler<'a> {
             },
             Expr::Ref(r) => self.reference(r, None, ctx),
             Expr::Prev(r, n, _) => self.reference(r, Some(*n), ctx),
-            Expr::Count(v, _) => self.count(v, ctx),
-            Expr::Agg(f, v, field, span) => self.aggregate(*f, v, field, *span, ctx),
+            Expr::Count(v, _) => self.count(v),
+            Expr::Agg(f, v, field, span) => self.aggregate(*f, v, field, *span),
             Expr::Abs(x, span) => {
                 let (n, t) = self.lower_rec(x, ctx, depth + 1);
                 if !(t.is_numeric() || matches!(t, Ty::Any | Ty::Null)) {
@@ -917,18 +917,17 @@ impl<'a> StatementCompiler<'a> {
         }
     }
 
-    fn count(&mut self, v: &Ident, ctx: Ctx) -> (Node, Ty) {
+    fn count(&mut self, v: &Ident) -> (Node, Ty) {
         match self.pos_index(&v.name) {
             Some(p) => (Node::CountReg(self.reg(RegKey::Count(p))), Ty::Int),
             None => {
                 self.error(v.span, format!("count of `{}`: a NOT variable binds no events", v.name));
-                let _ = ctx;
                 (Node::Const(Value::Null), Ty::Any)
             }
         }
     }
 
-    fn aggregate(&mut self, f: AggFn, v: &Ident, field: &Ident, span: Span, ctx: Ctx) -> (Node, Ty) {
+    fn aggregate(&mut self, f: AggFn, v: &Ident, field: &Ident, span: Span) -> (Node, Ty) {
         let Some(p) = self.pos_index(&v.name) else {
             self.error(v.span, format!("{} of `{}`: a NOT variable binds no events", f.name(), v.name));
             return (Node::Const(Value::Null), Ty::Any);
@@ -947,10 +946,9 @@ impl<'a> StatementCompiler<'a> {
             );
             return (Node::Const(Value::Null), Ty::Any);
         }
-        let _ = ctx;
         let types = self.vars[var].types.clone();
         let Some(fid) =
-            self.field(&field.name, field.span, &types, false).map(SlotKey::Field).or_else(|| special(&field.name))
+            self.field(&field.name, field.span, &types).map(SlotKey::Field).or_else(|| special(&field.name))
         else {
             return (Node::Const(Value::Null), Ty::Any);
         };
@@ -992,7 +990,7 @@ impl<'a> StatementCompiler<'a> {
             Attr::Field(f) => {
                 let key = match special(&f.name) {
                     Some(k) if self.schema.lookup(&f.name).is_none() => k,
-                    _ => match self.field(&f.name, f.span, &types, false) {
+                    _ => match self.field(&f.name, f.span, &types) {
                         Some(fid) => SlotKey::Field(fid),
                         None => return null,
                     },
