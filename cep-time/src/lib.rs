@@ -2,6 +2,12 @@
 
 use cep_core::Timestamp;
 
+pub mod reorder;
+pub mod wheel;
+
+pub use reorder::{Late, ReorderBuffer};
+pub use wheel::{FifoId, FifoTimers, TimerId, TimerWheel};
+
 /// An event-time watermark that only moves forward.
 ///
 /// With bounded out-of-orderness `max_delay`, the watermark is the largest

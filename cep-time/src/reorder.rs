@@ -1,0 +1,294 @@
+//! The reorder buffer: out-of-order input in, timestamp order out.
+//!
+//! Events may arrive out of order by up to `max_delay` (LANGUAGE.md §1). The
+//! buffer holds each event until the watermark — the largest timestamp seen
+//! minus `max_delay` — reaches it, then releases events in `ts` order, events
+//! with equal `ts` in arrival order. An event with `ts` below the watermark
+//! when it arrives is *late*: [`ReorderBuffer::push`] hands it back untouched
+//! (the caller applies the [`LatePolicy`](crate::LatePolicy)).
+//!
+//! An event at exactly the watermark is released: no event can arrive before
+//! it any more (one with the same `ts` would come after it in arrival order,
+//! which is where it belongs). With `max_delay = 0` every on-time event is
+//! released as soon as it is pushed.
+//!
+//! # Memory
+//!
+//! The buffer holds the events with `ts` in `(watermark, max ts seen]`, an
+//! interval `max_delay` wide: about `max_delay × rate` events (rate in events
+//! per timestamp unit), each stored with 16 bytes of key beside it in a
+//! binary heap. [`ReorderBuffer::peak_len`] reports the high-water mark.
+
+use std::cmp::Ordering;
+use std::collections::BinaryHeap;
+
+use cep_core::Timestamp;
+
+use crate::Watermark;
+
+/// An event behind the watermark, handed back by [`ReorderBuffer::push`].
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Late<E> {
+    /// The event's timestamp.
+    pub ts: Timestamp,
+    /// The watermark it was behind.
+    pub watermark: Timestamp,
+    /// The event, not stored.
+    pub event: E,
+}
+
+#[derive(Debug)]
+struct Held<E> {
+    ts: Timestamp,
+    seq: u64,
+    event: E,
+}
+
+impl<E> PartialEq for Held<E> {
+    fn eq(&self, other: &Self) -> bool {
+        (self.ts, self.seq) == (other.ts, other.seq)
+    }
+}
+
+impl<E> Eq for Held<E> {}
+
+impl<E> PartialOrd for Held<E> {
+    fn partial_cmp(&self, other: &Self) -> Option<Ordering> {
+        Some(self.cmp(other))
+    }
+}
+
+impl<E> Ord for Held<E> {
+    /// Reversed, so the max-heap pops the smallest (ts, arrival).
+    fn cmp(&self, other: &Self) -> Ordering {
+        (other.ts, other.seq).cmp(&(self.ts, self.seq))
+    }
+}
+
+/// Holds events until the watermark passes them; releases them in `ts`
+/// order, ties in arrival order (see the [module](self) docs).
+///
+/// # Examples
+/// ```
+/// use cep_time::reorder::ReorderBuffer;
+/// let mut buf = ReorderBuffer::new(5);
+/// for (ts, e) in [(10, 'a'), (8, 'b'), (12, 'c'), (8, 'd'), (16, 'e')] {
+///     buf.push(ts, e).unwrap();
+/// }
+/// let late = buf.push(3, 'x').unwrap_err(); // 3 < watermark 16 − 5
+/// assert_eq!((late.ts, late.watermark, late.event), (3, 11, 'x'));
+///
+/// let mut out = Vec::new();
+/// buf.release(&mut |ts, e| out.push((ts, e)));
+/// assert_eq!(out, [(8, 'b'), (8, 'd'), (10, 'a')]);
+/// buf.flush(&mut |ts, e| out.push((ts, e))); // end of input
+/// assert_eq!(out[3..], [(12, 'c'), (16, 'e')]);
+/// assert!(buf.is_empty());
+/// ```
+#[derive(Debug)]
+pub struct ReorderBuffer<E> {
+    heap: BinaryHeap<Held<E>>,
+    watermark: Watermark,
+    seq: u64,
+    peak: usize,
+}
+
+impl<E> ReorderBuffer<E> {
+    /// An empty buffer allowing `max_delay` units of disorder, watermark −∞.
+    pub fn new(max_delay: i64) -> ReorderBuffer<E> {
+        ReorderBuffer { heap: BinaryHeap::new(), watermark: Watermark::new(max_delay), seq: 0, peak: 0 }
+    }
+
+    /// The current watermark.
+    pub fn watermark(&self) -> Timestamp {
+        self.watermark.get()
+    }
+
+    /// The number of events held.
+    pub fn len(&self) -> usize {
+        self.heap.len()
+    }
+
+    /// Whether no event is held.
+    pub fn is_empty(&self) -> bool {
+        self.heap.is_empty()
+    }
+
+    /// The most events held at once so far.
+    pub fn peak_len(&self) -> usize {
+        self.peak
+    }
+
+    /// Takes an event: stores it and advances the watermark, or returns it
+    /// as [`Late`] (not stored) if `ts` is below the watermark. O(log len).
+    pub fn push(&mut self, ts: Timestamp, event: E) -> Result<(), Late<E>> {
+        if let Err(watermark) = self.watermark.observe(ts) {
+            return Err(Late { ts, watermark, event });
+        }
+        self.heap.push(Held { ts, seq: self.seq, event });
+        self.seq += 1;
+        self.peak = self.peak.max(self.heap.len());
+        Ok(())
+    }
+
+    /// Moves the watermark to `to` if that is later (an explicit watermark,
+    /// or the idle clock); never moves it back.
+    pub fn advance_watermark(&mut self, to: Timestamp) {
+        self.watermark.advance(to);
+    }
+
+    /// The earliest held event if the watermark has reached it.
+    pub fn pop_ready(&mut self) -> Option<(Timestamp, E)> {
+        if self.heap.peek()?.ts > self.watermark.get() {
+            return None;
+        }
+        self.heap.pop().map(|h| (h.ts, h.event))
+    }
+
+    /// Passes every event at or behind the watermark to `out`, in order.
+    pub fn release(&mut self, out: &mut impl FnMut(Timestamp, E)) {
+        while let Some((ts, event)) = self.pop_ready() {
+            out(ts, event);
+        }
+    }
+
+    /// The end of the input: the watermark moves to +∞ and every held event
+    /// goes to `out`, in order. Later pushes are late (except at `i64::MAX`).
+    pub fn flush(&mut self, out: &mut impl FnMut(Timestamp, E)) {
+        self.watermark.advance(Timestamp::MAX);
+        self.release(out);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use proptest::prelude::*;
+
+    use super::*;
+
+    /// Events `(ts, arrival index)` whose arrival order is sorted by
+    /// `ts + jitter`, jitter in `0..=max_delay`: shuffled within max-delay.
+    fn shuffled(max_delay: i64) -> impl Strategy<Value = Vec<(i64, usize)>> {
+        proptest::collection::vec((0i64..4, 0..=max_delay), 0..300).prop_map(|gaps| {
+            let mut ts = -100;
+            let mut keyed: Vec<(i64, i64)> = gaps
+                .into_iter()
+                .map(|(gap, jitter)| {
+                    ts += gap;
+                    (ts + jitter, ts)
+                })
+                .collect();
+            keyed.sort_by_key(|&(arrival, _)| arrival);
+            keyed.into_iter().enumerate().map(|(i, (_, ts))| (ts, i)).collect()
+        })
+    }
+
+    /// Pushes `input`, releasing after every push; returns (released, late)
+    /// and checks the watermark invariants on the way.
+    type Events = Vec<(i64, usize)>;
+
+    fn run(max_delay: i64, input: &[(i64, usize)]) -> (Events, Events) {
+        let mut buf = ReorderBuffer::new(max_delay);
+        let (mut out, mut late) = (Vec::new(), Vec::new());
+        for &(ts, e) in input {
+            match buf.push(ts, e) {
+                Ok(()) => {}
+                Err(l) => {
+                    assert_eq!((l.ts, l.event), (ts, e));
+                    assert!(l.ts < l.watermark);
+                    late.push((ts, e));
+                }
+            }
+            let wm = buf.watermark();
+            buf.release(&mut |ts, e| {
+                assert!(ts <= wm);
+                out.push((ts, e));
+            });
+            assert!(buf.heap.iter().all(|h| h.ts > wm));
+        }
+        buf.flush(&mut |ts, e| out.push((ts, e)));
+        assert!(buf.is_empty());
+        (out, late)
+    }
+
+    proptest! {
+        #[test]
+        fn shuffled_within_delay_comes_out_sorted(
+            (max_delay, input) in (0i64..20).prop_flat_map(|d| (Just(d), shuffled(d)))
+        ) {
+            let (out, late) = run(max_delay, &input);
+            prop_assert!(late.is_empty());
+            let mut sorted = input.clone();
+            sorted.sort_by_key(|&(ts, _)| ts); // stable: ties in arrival order
+            prop_assert_eq!(out, sorted);
+        }
+
+        #[test]
+        fn late_events_are_exactly_those_behind_the_watermark(
+            max_delay in 0i64..10,
+            input in proptest::collection::vec(-50i64..50, 0..300),
+        ) {
+            let input: Vec<(i64, usize)> = input.into_iter().enumerate().map(|(i, ts)| (ts, i)).collect();
+            let (out, late) = run(max_delay, &input);
+            // The model: the watermark is the largest on-time ts minus the delay.
+            let mut wm = i64::MIN;
+            let mut want_late = Vec::new();
+            let mut want_out = Vec::new();
+            for &(ts, e) in &input {
+                if ts < wm {
+                    want_late.push((ts, e));
+                } else {
+                    wm = wm.max(ts - max_delay);
+                    want_out.push((ts, e));
+                }
+            }
+            want_out.sort_by_key(|&(ts, _)| ts);
+            prop_assert_eq!(&late, &want_late);
+            prop_assert_eq!(out.len() + late.len(), input.len());
+            prop_assert_eq!(out, want_out);
+        }
+    }
+
+    #[test]
+    fn memory_is_max_delay_times_rate() {
+        // 4 events per unit, shuffled within max_delay: the buffer holds about
+        // max_delay × 4 events at its peak.
+        for max_delay in [10i64, 100, 1000] {
+            let mut buf = ReorderBuffer::new(max_delay);
+            let mut state = 12345u64;
+            let mut input: Vec<(i64, i64)> = (0..200_000i64)
+                .map(|i| {
+                    state = state.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
+                    let ts = i / 4;
+                    (ts + (state >> 33) as i64 % (max_delay + 1), ts)
+                })
+                .collect();
+            input.sort_by_key(|&(arrival, _)| arrival);
+            let mut released = 0usize;
+            for (_, ts) in input {
+                buf.push(ts, ()).unwrap();
+                buf.release(&mut |_, ()| released += 1);
+            }
+            let peak = buf.peak_len() as f64;
+            let bound = (max_delay * 4) as f64;
+            assert!(peak >= 0.5 * bound && peak <= bound + 4.0, "max_delay {max_delay}: peak {peak}");
+            buf.flush(&mut |_, ()| released += 1);
+            assert_eq!(released, 200_000);
+        }
+    }
+
+    #[test]
+    fn explicit_watermark_and_extremes() {
+        let mut buf = ReorderBuffer::new(i64::MAX);
+        buf.push(i64::MIN, 'a').unwrap();
+        buf.push(i64::MAX, 'b').unwrap();
+        assert_eq!(buf.watermark(), 0);
+        assert_eq!(buf.pop_ready(), Some((i64::MIN, 'a')));
+        assert_eq!(buf.pop_ready(), None);
+        buf.advance_watermark(-5); // never moves back
+        assert_eq!(buf.watermark(), 0);
+        buf.advance_watermark(i64::MAX);
+        assert_eq!(buf.pop_ready(), Some((i64::MAX, 'b')));
+        assert!(buf.push(7, 'c').is_err());
+    }
+}
