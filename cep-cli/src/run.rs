@@ -75,11 +75,6 @@ pub fn run(args: RunArgs) -> Result<(), Failure> {
         return Err(Failure::other("checkpoints (--checkpoint, --resume) are not supported yet"));
     }
     let delay = parse_delay(&args.max_delay, unit)?;
-    if delay != 0 {
-        return Err(Failure::other(
-            "--max-delay above 0 is not supported yet: input must be in timestamp order (late events are handled by --late)",
-        ));
-    }
     let late = LatePolicy::parse(&args.late).ok_or_else(|| {
         Failure::bad_input(format!("unknown --late policy `{}`: expected drop, fail or side:FILE", args.late))
     })?;
@@ -103,6 +98,7 @@ pub fn run(args: RunArgs) -> Result<(), Failure> {
     input.set_observe(false);
 
     let mut runner = Runner::new(compiled.programs);
+    runner.set_max_delay(delay);
     runner.set_field_names(input.schema().field_names().map(str::to_owned).collect());
     runner.set_late_policy(late).map_err(|e| Failure::other(format!("cannot open the late-event file: {e}")))?;
     let out: Box<dyn Write> = match &args.out {

@@ -5,7 +5,7 @@ use std::io::{self, Write};
 use cep_core::{Event, Match, Timestamp};
 use cep_nfa::engine::{Engine, Stats};
 use cep_nfa::program::Program;
-use cep_time::{LatePolicy, Watermark};
+use cep_time::{LatePolicy, ReorderBuffer, Watermark};
 
 /// Where matches go.
 pub trait Sink {
@@ -142,6 +142,9 @@ pub struct Runner {
     summary: Summary,
     line: String,
     field_names: Vec<String>,
+    /// With an allowed delay: events wait here until the watermark passes them.
+    reorder: Option<ReorderBuffer<Event>>,
+    ready: Vec<Event>,
 }
 
 impl Runner {
@@ -161,7 +164,38 @@ impl Runner {
             summary: Summary { matches: vec![0; n], ..Summary::default() },
             line: String::new(),
             field_names: Vec::new(),
+            reorder: None,
+            ready: Vec::new(),
         }
+    }
+
+    /// Allows events to arrive out of order by up to `max_delay` timestamp
+    /// units (LANGUAGE.md §1): they are held in a reorder buffer and reach
+    /// the engines in `ts` order (ties in arrival order) once the watermark
+    /// — the largest `ts` seen minus the delay — passes them; an event behind
+    /// the watermark is late. Each held event is a copy of the pushed one.
+    ///
+    /// # Examples
+    /// ```
+    /// use cep_core::{Event, Match, Schema, Sym};
+    /// use cep_nfa::compile::{compile, Options};
+    /// use cep_runtime::{QueryInfo, Runner};
+    ///
+    /// let progs = compile("PATTERN SEQ(A a, B b)", &mut Schema::new(), &Options::default()).unwrap().programs;
+    /// let mut runner = Runner::new(progs);
+    /// runner.set_max_delay(5);
+    /// let mut got = Vec::new();
+    /// let mut sink = |_: &QueryInfo, m: &Match| got.push(m.rows.clone());
+    /// // B (ts 3) arrives before A (ts 1): within the delay, so they are reordered.
+    /// for (row, (ty, ts)) in [("B", 3), ("A", 1)].into_iter().enumerate() {
+    ///     runner.push(&Event::new(Sym::new(ty), ts, row as u64, vec![]), &mut sink).unwrap();
+    /// }
+    /// runner.finish(&mut sink).unwrap();
+    /// assert_eq!(got, [vec![1, 0]]);
+    /// ```
+    pub fn set_max_delay(&mut self, max_delay: i64) {
+        self.reorder = (max_delay > 0).then(|| ReorderBuffer::new(max_delay));
+        self.watermark = Watermark::new(max_delay.max(0));
     }
 
     /// Sets the late-event policy (opening the side file, if any).
@@ -193,19 +227,47 @@ impl Runner {
         self.engines.iter().map(Engine::stats).collect()
     }
 
-    /// Processes one event.
+    /// Processes one event (or, with a delay, holds it until its turn).
     pub fn push(&mut self, e: &Event, sink: &mut impl Sink) -> Result<(), PushError> {
-        if let Err(wm) = self.watermark.observe(e.ts) {
-            return self.on_late(e, wm);
+        let Some(reorder) = &mut self.reorder else {
+            if let Err(wm) = self.watermark.observe(e.ts) {
+                return self.on_late(e, wm);
+            }
+            return self.feed(e, sink);
+        };
+        if let Err(late) = reorder.push(e.ts, e.clone()) {
+            return self.on_late(&late.event, late.watermark);
         }
+        let mut ready = std::mem::take(&mut self.ready);
+        reorder.release(&mut |_, ev| ready.push(ev));
+        let wm = reorder.watermark();
+        let result = self.feed_all(&mut ready, sink).and_then(|()| self.advance_engines(wm, sink));
+        self.ready = ready;
+        result
+    }
+
+    /// Gives one event, in event-time order, to every engine.
+    fn feed(&mut self, e: &Event, sink: &mut impl Sink) -> Result<(), PushError> {
         self.summary.events += 1;
         for (i, engine) in self.engines.iter_mut().enumerate() {
             engine.push(e).expect("the runner orders events");
-            for mut m in engine.drain() {
-                m.query = i;
-                self.summary.matches[i] += 1;
-                sink.on_match(&self.infos[i], &m)?;
-            }
+            emit(i, engine, &self.infos, &mut self.summary, sink)?;
+        }
+        Ok(())
+    }
+
+    fn feed_all(&mut self, ready: &mut Vec<Event>, sink: &mut impl Sink) -> Result<(), PushError> {
+        for ev in ready.drain(..) {
+            self.feed(&ev, sink)?;
+        }
+        Ok(())
+    }
+
+    /// Moves every engine's watermark, firing the deadlines it passes.
+    fn advance_engines(&mut self, wm: Timestamp, sink: &mut impl Sink) -> Result<(), PushError> {
+        for (i, engine) in self.engines.iter_mut().enumerate() {
+            engine.advance(wm);
+            emit(i, engine, &self.infos, &mut self.summary, sink)?;
         }
         Ok(())
     }
@@ -225,21 +287,43 @@ impl Runner {
         Ok(())
     }
 
-    /// Ends the input: pending deadlines fire and every engine empties.
+    /// Ends the input: held events are released, pending deadlines fire and
+    /// every engine empties.
     pub fn finish(&mut self, sink: &mut impl Sink) -> io::Result<()> {
+        let io = |e: PushError| match e {
+            PushError::Io(e) => e,
+            other => io::Error::other(other.to_string()),
+        };
+        if let Some(reorder) = &mut self.reorder {
+            let mut ready = std::mem::take(&mut self.ready);
+            reorder.flush(&mut |_, ev| ready.push(ev));
+            self.feed_all(&mut ready, sink).map_err(io)?;
+        }
         for (i, engine) in self.engines.iter_mut().enumerate() {
             engine.finish();
-            for mut m in engine.drain() {
-                m.query = i;
-                self.summary.matches[i] += 1;
-                sink.on_match(&self.infos[i], &m)?;
-            }
+            emit(i, engine, &self.infos, &mut self.summary, sink).map_err(io)?;
         }
         if let Some(out) = &mut self.late_out {
             out.flush()?;
         }
         Ok(())
     }
+}
+
+/// Hands an engine's final matches to the sink, numbered by query.
+fn emit(
+    i: usize,
+    engine: &mut Engine<Event>,
+    infos: &[QueryInfo],
+    summary: &mut Summary,
+    sink: &mut impl Sink,
+) -> Result<(), PushError> {
+    while let Some(mut m) = engine.pop() {
+        m.query = i;
+        summary.matches[i] += 1;
+        sink.on_match(&infos[i], &m)?;
+    }
+    Ok(())
 }
 
 /// Formats an event as a JSON line with its row (for `--late side:FILE`):
