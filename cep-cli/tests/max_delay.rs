@@ -1,7 +1,7 @@
 //! `--max-delay`: out-of-order input within the delay gives exactly the
 //! matches of the sorted input (issue 4), and events beyond it are late.
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::process::Command;
 
 use cep_bench::w1::{RISE_SPIKE, Ticks, XorShift64};
@@ -14,7 +14,7 @@ fn scratch(name: &str) -> PathBuf {
     dir
 }
 
-fn write_csv(path: &PathBuf, ticks: &[cep_bench::w1::Tick]) {
+fn write_csv(path: &Path, ticks: &[cep_bench::w1::Tick]) {
     let mut s = String::from("type,ts,key,price,vol\n");
     for t in ticks {
         s.push_str(&format!("Tick,{},{},{},{}\n", t.ts, t.key, t.price, t.vol));
@@ -23,7 +23,7 @@ fn write_csv(path: &PathBuf, ticks: &[cep_bench::w1::Tick]) {
 }
 
 /// Runs `cep run` and returns (matches as JSON values, stderr).
-fn run(dir: &PathBuf, events: &PathBuf, extra: &[&str]) -> (Vec<serde_json::Value>, String) {
+fn run(dir: &Path, events: &Path, extra: &[&str]) -> (Vec<serde_json::Value>, String) {
     let q = dir.join("q.cep");
     std::fs::write(&q, RISE_SPIKE).unwrap();
     let out = Command::new(CEP)
