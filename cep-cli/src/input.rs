@@ -15,7 +15,7 @@ use crate::Failure;
 pub const SCHEMA_PREFIX: usize = 4096;
 
 /// An event reader over a file or stdin.
-pub type Input = Reader<Box<dyn BufRead>>;
+pub type Input = Reader<Box<dyn BufRead + Send>>;
 
 /// Opens `--events` (`-` is stdin) with `--format` or the file's extension;
 /// stdin without `--format` is JSON lines if its first non-blank byte is `{`.
@@ -27,7 +27,7 @@ pub fn open_events(path: &str, format: Option<&str>) -> Result<Input, Failure> {
         ),
         None => None,
     };
-    let (name, mut src): (String, Box<dyn BufRead>) = if path == "-" {
+    let (name, mut src): (String, Box<dyn BufRead + Send>) = if path == "-" {
         ("<stdin>".to_owned(), Box::new(BufReader::with_capacity(1 << 16, io::stdin())))
     } else {
         let f = File::open(path).map_err(|e| Failure::other(format!("cannot open {path}: {e}")))?;
@@ -45,7 +45,7 @@ pub fn open_events(path: &str, format: Option<&str>) -> Result<Input, Failure> {
     Reader::new(src, &name, format).map_err(read_failure)
 }
 
-fn sniff(src: &mut Box<dyn BufRead>) -> io::Result<Format> {
+fn sniff(src: &mut Box<dyn BufRead + Send>) -> io::Result<Format> {
     let buf = src.fill_buf()?;
     let first = buf.iter().find(|b| !b.is_ascii_whitespace());
     Ok(if first == Some(&b'{') { Format::Jsonl } else { Format::Csv })

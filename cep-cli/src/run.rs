@@ -4,8 +4,8 @@ use std::fs::File;
 use std::io::{self, BufWriter, Write};
 use std::path::PathBuf;
 
-use cep_core::Event;
 use cep_core::time::{DurationUnit, to_ticks};
+use cep_core::{Event, ReadError, ReadErrorKind};
 use cep_runtime::{JsonLines, PushError, Runner, Summary};
 use cep_time::LatePolicy;
 use clap::Args;
@@ -37,6 +37,10 @@ pub struct RunArgs {
     /// Allowed out-of-orderness of event time.
     #[arg(long, value_name = "DUR", default_value = "0")]
     max_delay: String,
+    /// Reading a stream: when no event arrives for this long (wall clock),
+    /// advance the watermark with the wall clock (`200ms`, `2s`).
+    #[arg(long, value_name = "DUR")]
+    idle_timeout: Option<String>,
     /// What to do with late events: drop, fail, or side:FILE.
     #[arg(long, value_name = "POLICY", default_value = "drop")]
     late: String,
@@ -87,6 +91,7 @@ pub fn run(args: RunArgs) -> Result<(), Failure> {
         return Err(Failure::bad_input("run needs --query (or --levels)"));
     };
 
+    let idle = args.idle_timeout.as_deref().map(parse_wall).transpose()?;
     let mut input = open_events(&args.events, args.format.as_deref())?;
     let mut skipped = 0u64;
     // A file is read ahead to learn its schema; a stream is not, so that its
@@ -109,10 +114,22 @@ pub fn run(args: RunArgs) -> Result<(), Failure> {
     };
     let mut sink = JsonLines::new(BufWriter::with_capacity(1 << 16, out));
 
-    let result = drive(&mut runner, &mut sink, &mut input, prefix, Options { skip_bad, streaming }, &mut skipped);
+    let opts = Options { skip_bad, streaming };
+    let (result, rows) = match idle {
+        // An idle clock needs the reader on its own thread, so that waiting
+        // for input does not stop time.
+        Some(idle) if streaming => {
+            let clock = IdleClock { idle, unit };
+            drive_idle(&mut runner, &mut sink, input, opts, clock, &mut skipped)
+        }
+        _ => {
+            let r = drive(&mut runner, &mut sink, &mut input, prefix, opts, &mut skipped);
+            (r, input.rows())
+        }
+    };
     // Matches emitted before a failure stay valid: flush them in every case.
     let flushed = sink.flush();
-    print_summary(input.rows(), skipped, runner.summary(), runner.queries());
+    print_summary(rows, skipped, runner.summary(), runner.queries());
     result?;
     flushed.map_err(|e| Failure::other(format!("writing output: {e}")))
 }
@@ -127,26 +144,122 @@ struct Options {
 }
 
 /// Feeds the read-ahead events, then the rest of the input, then finishes.
+/// The output of `cep run`.
+type Sink = JsonLines<BufWriter<Box<dyn Write>>>;
+
+/// Pushes one event; a late event under `--late fail` is an error naming
+/// its place; matches are flushed at once when the input is a stream.
+fn push_event(
+    runner: &mut Runner,
+    sink: &mut Sink,
+    e: &Event,
+    file: &str,
+    line: u64,
+    opts: Options,
+) -> Result<(), Failure> {
+    let before = runner.summary().matches.iter().sum::<u64>();
+    runner.push(e, sink).map_err(|err| match err {
+        PushError::Late { .. } => Failure::bad_input(format!("error: {file}:{line}: row {}: {err}", e.row)),
+        PushError::Io(io) => Failure::other(format!("writing output: {io}")),
+    })?;
+    if opts.streaming && runner.summary().matches.iter().sum::<u64>() != before {
+        sink.flush().map_err(|io| Failure::other(format!("writing output: {io}")))?;
+    }
+    Ok(())
+}
+
+/// Wall-clock idleness after which the watermark follows the wall clock.
+#[derive(Clone, Copy, Debug)]
+struct IdleClock {
+    idle: std::time::Duration,
+    unit: cep_core::TimeUnit,
+}
+
+/// What the reader thread sends: an event and its line, the end, or a bad
+/// row; with the rows read so far.
+type Msg = (Result<Option<(Event, u64)>, ReadError>, u64);
+
+/// Reads the stream on a thread and feeds the runner; when nothing arrives
+/// for `clock.idle`, the watermark advances by the wall time since the last
+/// event (converted to timestamp units), so deadlines fire on a quiet stream.
+fn drive_idle(
+    runner: &mut Runner,
+    sink: &mut Sink,
+    mut input: Input,
+    opts: Options,
+    clock: IdleClock,
+    skipped: &mut u64,
+) -> (Result<(), Failure>, u64) {
+    let file = input.file().to_owned();
+    let (tx, rx) = std::sync::mpsc::sync_channel::<Msg>(1024);
+    // Detached: a reader blocked on an open pipe must not keep the process
+    // alive after a failure.
+    std::thread::spawn(move || {
+        let mut e = Event::default();
+        loop {
+            let msg = match input.next_event(&mut e) {
+                Ok(true) => Ok(Some((e.clone(), input.last_line()))),
+                Ok(false) => Ok(None),
+                Err(err) => Err(err),
+            };
+            let last = !matches!(&msg, Ok(Some(_)) | Err(ReadError { kind: ReadErrorKind::BadRow, .. }));
+            if tx.send((msg, input.rows())).is_err() || last {
+                return;
+            }
+        }
+    });
+    let mut rows = 0;
+    let mut since = std::time::Instant::now();
+    let mut base = runner.watermark();
+    let result = loop {
+        match rx.recv_timeout(clock.idle) {
+            Ok((msg, r)) => {
+                rows = r;
+                match msg {
+                    Ok(Some((e, line))) => {
+                        if let Err(f) = push_event(runner, sink, &e, &file, line, opts) {
+                            break Err(f);
+                        }
+                        since = std::time::Instant::now();
+                        base = runner.watermark();
+                    }
+                    Ok(None) => break Ok(()),
+                    Err(err) if opts.skip_bad && err.is_bad_row() => {
+                        eprintln!("warning: skipped: {err}");
+                        *skipped += 1;
+                    }
+                    Err(err) => break Err(read_failure(err)),
+                }
+            }
+            Err(std::sync::mpsc::RecvTimeoutError::Timeout) => {
+                if base == i64::MIN {
+                    continue; // no event yet: no event time to advance from
+                }
+                let ticks = since.elapsed().as_nanos() / clock.unit.nanos() as u128;
+                let wm = base.saturating_add(i64::try_from(ticks).unwrap_or(i64::MAX));
+                let advanced = runner.advance_watermark(wm, sink).map_err(|e| Failure::other(format!("{e}")));
+                if let Err(f) = advanced.and_then(|()| sink.flush().map_err(|e| Failure::other(format!("{e}")))) {
+                    break Err(f);
+                }
+            }
+            Err(std::sync::mpsc::RecvTimeoutError::Disconnected) => break Ok(()),
+        }
+    };
+    let result = result.and_then(|()| runner.finish(sink).map_err(|e| Failure::other(format!("writing output: {e}"))));
+    (result, rows)
+}
+
 fn drive(
     runner: &mut Runner,
-    sink: &mut JsonLines<BufWriter<Box<dyn Write>>>,
+    sink: &mut Sink,
     input: &mut Input,
     prefix: Prefix,
     opts: Options,
     skipped: &mut u64,
 ) -> Result<(), Failure> {
     let file = input.file().to_owned();
-    let push = |runner: &mut Runner, sink: &mut JsonLines<_>, e: &Event, line: u64| -> Result<(), Failure> {
-        let before = runner.summary().matches.iter().sum::<u64>();
-        runner.push(e, sink).map_err(|err| match err {
-            PushError::Late { .. } => Failure::bad_input(format!("error: {file}:{line}: row {}: {err}", e.row)),
-            PushError::Io(io) => Failure::other(format!("writing output: {io}")),
-        })?;
-        if opts.streaming && runner.summary().matches.iter().sum::<u64>() != before {
-            sink.flush().map_err(|io| Failure::other(format!("writing output: {io}")))?;
-        }
-        Ok(())
-    };
+    let push =
+        |runner: &mut Runner, sink: &mut Sink, e: &Event, line: u64| push_event(runner, sink, e, &file, line, opts);
     let (events, error, ended) = (prefix.events, prefix.error, prefix.ended);
     for (i, (e, line)) in events.iter().enumerate() {
         if let Some((at, err)) = &error
@@ -174,6 +287,17 @@ fn drive(
         }
     }
     runner.finish(sink).map_err(|e| Failure::other(format!("writing output: {e}")))
+}
+
+/// Parses a wall-clock duration such as `200ms` or `2s`.
+fn parse_wall(s: &str) -> Result<std::time::Duration, Failure> {
+    let nanos = parse_delay(s, cep_core::TimeUnit::Nanos).map_err(|_| {
+        Failure::bad_input(format!("invalid --idle-timeout `{s}`: expected a duration like 200ms or 2s"))
+    })?;
+    if nanos <= 0 {
+        return Err(Failure::bad_input("--idle-timeout must be positive"));
+    }
+    Ok(std::time::Duration::from_nanos(nanos as u64))
 }
 
 fn parse_delay(s: &str, unit: cep_core::TimeUnit) -> Result<i64, Failure> {

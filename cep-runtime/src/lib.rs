@@ -246,6 +246,46 @@ impl Runner {
         result
     }
 
+    /// Moves the watermark to `wm` without an event (an explicit watermark,
+    /// or an idle clock): held events it passes are released, and every
+    /// deadline before it fires. It never moves back.
+    ///
+    /// # Examples
+    /// ```
+    /// use cep_core::{Event, Match, Schema, Sym};
+    /// use cep_nfa::compile::{compile, Options};
+    /// use cep_runtime::{QueryInfo, Runner};
+    ///
+    /// let q = "PATTERN SEQ(A a, NOT B n WITHIN 10)";
+    /// let mut runner = Runner::new(compile(q, &mut Schema::new(), &Options::default()).unwrap().programs);
+    /// let mut got = Vec::new();
+    /// let mut sink = |_: &QueryInfo, m: &Match| got.push(m.end);
+    /// runner.push(&Event::new(Sym::new("A"), 5, 0, vec![]), &mut sink).unwrap();
+    /// runner.advance_watermark(15, &mut sink).unwrap(); // the quiet period (to 15) is not over yet
+    /// runner.advance_watermark(16, &mut sink).unwrap();
+    /// assert_eq!(got, [15]);
+    /// ```
+    pub fn advance_watermark(&mut self, wm: Timestamp, sink: &mut impl Sink) -> Result<(), PushError> {
+        match &mut self.reorder {
+            Some(reorder) => {
+                reorder.advance_watermark(wm);
+                let mut ready = std::mem::take(&mut self.ready);
+                reorder.release(&mut |_, ev| ready.push(ev));
+                let result = self.feed_all(&mut ready, sink);
+                self.ready = ready;
+                result?;
+            }
+            None => self.watermark.advance(wm),
+        }
+        self.advance_engines(wm, sink)
+    }
+
+    /// The largest timestamp seen so far minus the allowed delay, or an
+    /// explicit watermark if later.
+    pub fn watermark(&self) -> Timestamp {
+        self.reorder.as_ref().map_or(self.watermark.get(), ReorderBuffer::watermark)
+    }
+
     /// Gives one event, in event-time order, to every engine.
     fn feed(&mut self, e: &Event, sink: &mut impl Sink) -> Result<(), PushError> {
         self.summary.events += 1;

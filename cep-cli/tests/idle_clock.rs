@@ -1,0 +1,78 @@
+//! The idle clock: on a quiet stdin the watermark follows the wall clock, so
+//! a trailing `NOT … WITHIN` completes without more events or the end of the
+//! input (issue 4).
+
+use std::io::{BufRead, BufReader, Write};
+use std::process::{Command, Stdio};
+use std::sync::mpsc;
+use std::time::{Duration, Instant};
+
+const CEP: &str = env!("CARGO_BIN_EXE_cep");
+
+#[test]
+fn trailing_negation_completes_on_an_idle_stdin() {
+    let dir = std::env::temp_dir().join(format!("cep-idle-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let q = dir.join("q.cep");
+    // An A, then 300 ms (event time) without a B.
+    std::fs::write(&q, "QUERY quiet PATTERN SEQ(A a, NOT B n WITHIN 300 ms)").unwrap();
+    let mut child = Command::new(CEP)
+        .args(["run", "--query", q.to_str().unwrap(), "--format", "csv", "--idle-timeout", "100ms"])
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut stdin = child.stdin.take().unwrap();
+    let stdout = child.stdout.take().unwrap();
+    let (tx, rx) = mpsc::channel();
+    std::thread::spawn(move || {
+        for line in BufReader::new(stdout).lines() {
+            if tx.send(line.unwrap()).is_err() {
+                return;
+            }
+        }
+    });
+    writeln!(stdin, "type,ts\nA,1000").unwrap();
+    stdin.flush().unwrap();
+    // The pipe stays open: the match can only come from the idle clock.
+    let started = Instant::now();
+    let line = rx.recv_timeout(Duration::from_secs(10)).expect("the match arrives while stdin is open");
+    assert!(started.elapsed() >= Duration::from_millis(250), "not before the quiet period could pass");
+    let m: serde_json::Value = serde_json::from_str(&line).unwrap();
+    assert_eq!(m["query"], "quiet");
+    assert_eq!(m["end"], 1300);
+    assert_eq!(m["vars"]["a"], serde_json::json!([0]));
+    drop(stdin);
+    let out = child.wait_with_output().unwrap();
+    assert!(out.status.success());
+    assert!(String::from_utf8_lossy(&out.stderr).contains("1 row"), "{}", String::from_utf8_lossy(&out.stderr));
+    std::fs::remove_dir_all(&dir).ok();
+}
+
+#[test]
+fn a_negation_seen_before_the_quiet_period_ends_still_counts() {
+    let dir = std::env::temp_dir().join(format!("cep-idle-neg-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let q = dir.join("q.cep");
+    std::fs::write(&q, "PATTERN SEQ(A a, NOT B n WITHIN 5 s)").unwrap();
+    let mut child = Command::new(CEP)
+        .args(["run", "--query", q.to_str().unwrap(), "--format", "csv", "--idle-timeout", "50ms"])
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut stdin = child.stdin.take().unwrap();
+    writeln!(stdin, "type,ts\nA,1000").unwrap();
+    stdin.flush().unwrap();
+    std::thread::sleep(Duration::from_millis(300));
+    // 300 ms of idle wall time moved the watermark to about 1300: a B at
+    // 2000 is still inside the quiet period and kills the match.
+    writeln!(stdin, "B,2000").unwrap();
+    drop(stdin);
+    let out = child.wait_with_output().unwrap();
+    assert!(out.status.success());
+    assert!(out.stdout.is_empty(), "{}", String::from_utf8_lossy(&out.stdout));
+    std::fs::remove_dir_all(&dir).ok();
+}
