@@ -19,11 +19,12 @@
 //! earliest), in a binary heap of (deadline, partition) — the timing-wheel
 //! issue replaces it.
 
-use std::cmp::{Ordering, Reverse};
-use std::collections::{BinaryHeap, VecDeque};
+use std::cmp::Ordering;
+use std::collections::VecDeque;
 
 use ahash::AHashMap;
 use cep_core::{Event, Match, Timestamp, Value};
+use cep_time::wheel::{TimerId, TimerWheel};
 
 use crate::buffer::{Buffer, NIL, Node, NodeId};
 use crate::program::{FrameSlot, Program, RegOp, RegUpdate, Selection, SkipTo, Strategy, Window};
@@ -412,7 +413,15 @@ pub struct Engine<E> {
     kind_cache: Vec<(u64, u64, u8)>,
     index: KeyIndex,
     buffer: Buffer,
-    timers: BinaryHeap<Reverse<(Timestamp, u32)>>,
+    /// One timer per partition with partial matches, at its earliest
+    /// deadline (window expiry or the end of a quiet period).
+    timers: TimerWheel<u32>,
+    /// Each partition's armed timer.
+    timer_ids: Vec<Option<TimerId>>,
+    /// No timer is due before this (a lower bound, so `advance` can skip the
+    /// wheel on most events).
+    next_due: Timestamp,
+    fired: Vec<(Timestamp, u32)>,
     watermark: Timestamp,
     seq: u64,
     out: VecDeque<Match>,
@@ -452,7 +461,10 @@ impl<E: StreamEvent> Engine<E> {
             kind_cache: Vec::new(),
             index: KeyIndex::default(),
             buffer: Buffer::default(),
-            timers: BinaryHeap::new(),
+            timers: TimerWheel::new(),
+            timer_ids: Vec::new(),
+            next_due: Timestamp::MAX,
+            fired: Vec::new(),
             watermark: Timestamp::MIN,
             seq: 0,
             out: VecDeque::new(),
@@ -557,6 +569,7 @@ impl<E: StreamEvent> Engine<E> {
                     pending: RunSet::new(prog.regs),
                     log: NegLog::default(),
                 });
+                self.timer_ids.push(None);
                 self.hot.push(Hot {
                     next_pos: 0,
                     scheduled: Timestamp::MAX,
@@ -618,7 +631,7 @@ impl<E: StreamEvent> Engine<E> {
         if wm <= self.watermark {
             return;
         }
-        if self.timers.peek().is_none_or(|&Reverse((d, _))| d >= wm) {
+        if wm <= self.next_due {
             self.watermark = wm;
             return;
         }
@@ -628,18 +641,18 @@ impl<E: StreamEvent> Engine<E> {
     /// Fires the deadlines before `wm` and moves the watermark there.
     #[inline(never)]
     fn fire(&mut self, wm: Timestamp) {
-        while let Some(&Reverse((d, pid))) = self.timers.peek() {
-            if d >= wm {
-                break;
-            }
-            self.timers.pop();
-            let hot = &mut self.hot[pid as usize];
-            if hot.scheduled != d {
-                continue;
-            }
-            hot.scheduled = Timestamp::MAX;
+        let mut fired = std::mem::take(&mut self.fired);
+        self.timers.advance_to(wm, &mut fired);
+        for &(_, pid) in &fired {
+            self.timer_ids[pid as usize] = None;
+            self.hot[pid as usize].scheduled = Timestamp::MAX;
+        }
+        for &(_, pid) in &fired {
             self.sweep(pid, wm);
         }
+        fired.clear();
+        self.fired = fired;
+        self.next_due = self.timers.next_bound().unwrap_or(Timestamp::MAX);
         self.watermark = wm;
         self.emit_done();
     }
@@ -660,7 +673,12 @@ impl<E: StreamEvent> Engine<E> {
             self.parts[pid].log = NegLog::default();
             self.hot[pid].live = 0;
         }
-        self.timers.clear();
+        let mut fired = std::mem::take(&mut self.fired);
+        self.timers.drain(&mut fired);
+        fired.clear();
+        self.fired = fired;
+        self.timer_ids.iter_mut().for_each(|t| *t = None);
+        self.next_due = Timestamp::MAX;
         self.emit_done();
     }
 
@@ -697,7 +715,12 @@ impl<E: StreamEvent> Engine<E> {
         let d = part.runs.runs.iter().chain(&part.pending.runs).map(|r| r.expires).min().unwrap_or(Timestamp::MAX);
         if d < hot.scheduled {
             hot.scheduled = d;
-            self.timers.push(Reverse((d, pid)));
+            let slot = &mut self.timer_ids[pid as usize];
+            if let Some(old) = slot.take() {
+                self.timers.cancel(old);
+            }
+            *slot = Some(self.timers.insert(d, pid));
+            self.next_due = self.next_due.min(d);
         }
     }
 

@@ -216,6 +216,28 @@ impl<T> TimerWheel<T> {
         Some(self.entries.remove(id.index as usize).value)
     }
 
+    /// A lower bound on the earliest live deadline, `None` when no timer is
+    /// live; O(levels). It is exact when that timer sits on the lowest level,
+    /// and never above it, so `watermark <= next_bound()` means an
+    /// [`advance_to`](Self::advance_to) to `watermark` would fire nothing.
+    ///
+    /// # Examples
+    /// ```
+    /// use cep_time::wheel::TimerWheel;
+    /// let mut wheel = TimerWheel::new();
+    /// assert_eq!(wheel.next_bound(), None);
+    /// wheel.insert(1000, ());
+    /// assert!(wheel.next_bound().unwrap() <= 1000);
+    /// ```
+    pub fn next_bound(&self) -> Option<Timestamp> {
+        if self.lists[PAST].head != NIL {
+            return Some(from_key(0));
+        }
+        let level = self.occupied.iter().position(|&bits| bits != 0)?;
+        let slot = self.occupied[level].trailing_zeros() as usize;
+        Some(from_key(slot_start(self.elapsed, level, slot)))
+    }
+
     /// The deadline of a live timer.
     pub fn deadline(&self, id: TimerId) -> Option<Timestamp> {
         self.entries.get(id.index as usize).filter(|e| e.generation == id.generation).map(|e| from_key(e.key))
@@ -783,5 +805,44 @@ mod model_tests {
             });
         }
         check_wheel(&ops);
+    }
+
+    #[test]
+    fn next_bound_never_exceeds_the_earliest_deadline() {
+        let mut wheel = TimerWheel::new();
+        let mut live: Vec<(TimerId, i64)> = Vec::new();
+        let mut x: u64 = 0x9E37_79B9_7F4A_7C15;
+        let mut rnd = move || {
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            x
+        };
+        let mut wm = -1_000_000i64;
+        let mut out = Vec::new();
+        for _ in 0..20_000 {
+            match rnd() % 4 {
+                0 | 1 => {
+                    let d = wm + (rnd() % 5_000_000) as i64;
+                    live.push((wheel.insert(d, ()), d));
+                }
+                2 if !live.is_empty() => {
+                    let (id, _) = live.swap_remove((rnd() as usize) % live.len());
+                    assert!(wheel.cancel(id).is_some());
+                }
+                _ => {
+                    wm += (rnd() % 200_000) as i64;
+                    out.clear();
+                    wheel.advance_to(wm, &mut out);
+                    live.retain(|&(_, d)| d >= wm);
+                }
+            }
+            let min = live.iter().map(|&(_, d)| d).min();
+            match (wheel.next_bound(), min) {
+                (None, None) => {}
+                (Some(b), Some(m)) => assert!(b <= m, "bound {b} above the earliest deadline {m}"),
+                other => panic!("bound and live timers disagree: {other:?}"),
+            }
+        }
     }
 }
