@@ -14,10 +14,11 @@
 //!
 //! A run is a small plain struct in a `Vec` (state, start, last binding,
 //! deadline, a buffer node); its registers live beside it in a flat `Vec`.
-//! Runs of one partition sit together; partitions are found through one
-//! map from key to a dense index. Deadlines are kept per partition (its
-//! earliest), in a binary heap of (deadline, partition) — the timing-wheel
-//! issue replaces it.
+//! Runs of one partition sit together; partitions are found through a
+//! dense index (small integer and string keys) or a hash map. Each
+//! partition with partial matches has one timer, at its earliest deadline,
+//! on `cep-time`'s hierarchical timing wheel; an event that passes no
+//! deadline does not touch the wheel.
 
 use std::cmp::Ordering;
 use std::collections::VecDeque;
