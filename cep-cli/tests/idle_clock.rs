@@ -3,26 +3,34 @@
 //! input (issue 4).
 
 use std::io::{BufRead, BufReader, Write};
-use std::process::{Command, Stdio};
+use std::path::PathBuf;
+use std::process::{Child, Command, Stdio};
 use std::sync::mpsc;
 use std::time::{Duration, Instant};
 
 const CEP: &str = env!("CARGO_BIN_EXE_cep");
 
-#[test]
-fn trailing_negation_completes_on_an_idle_stdin() {
-    let dir = std::env::temp_dir().join(format!("cep-idle-{}", std::process::id()));
+/// Starts `cep run` on stdin (CSV) with `query` and an idle timeout; returns
+/// the child and its scratch directory.
+fn start(name: &str, query: &str, idle: &str) -> (Child, PathBuf) {
+    let dir = std::env::temp_dir().join(format!("cep-idle-{name}-{}", std::process::id()));
     std::fs::create_dir_all(&dir).unwrap();
     let q = dir.join("q.cep");
-    // An A, then 300 ms (event time) without a B.
-    std::fs::write(&q, "QUERY quiet PATTERN SEQ(A a, NOT B n WITHIN 300 ms)").unwrap();
-    let mut child = Command::new(CEP)
-        .args(["run", "--query", q.to_str().unwrap(), "--format", "csv", "--idle-timeout", "100ms"])
+    std::fs::write(&q, query).unwrap();
+    let child = Command::new(CEP)
+        .args(["run", "--query", q.to_str().unwrap(), "--format", "csv", "--idle-timeout", idle])
         .stdin(Stdio::piped())
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
         .spawn()
         .unwrap();
+    (child, dir)
+}
+
+#[test]
+fn trailing_negation_completes_on_an_idle_stdin() {
+    // An A, then 300 ms (event time) without a B.
+    let (mut child, dir) = start("quiet", "QUERY quiet PATTERN SEQ(A a, NOT B n WITHIN 300 ms)", "100ms");
     let mut stdin = child.stdin.take().unwrap();
     let stdout = child.stdout.take().unwrap();
     let (tx, rx) = mpsc::channel();
@@ -52,17 +60,7 @@ fn trailing_negation_completes_on_an_idle_stdin() {
 
 #[test]
 fn a_negation_seen_before_the_quiet_period_ends_still_counts() {
-    let dir = std::env::temp_dir().join(format!("cep-idle-neg-{}", std::process::id()));
-    std::fs::create_dir_all(&dir).unwrap();
-    let q = dir.join("q.cep");
-    std::fs::write(&q, "PATTERN SEQ(A a, NOT B n WITHIN 5 s)").unwrap();
-    let mut child = Command::new(CEP)
-        .args(["run", "--query", q.to_str().unwrap(), "--format", "csv", "--idle-timeout", "50ms"])
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
+    let (mut child, dir) = start("neg", "PATTERN SEQ(A a, NOT B n WITHIN 5 s)", "50ms");
     let mut stdin = child.stdin.take().unwrap();
     writeln!(stdin, "type,ts\nA,1000").unwrap();
     stdin.flush().unwrap();
