@@ -46,6 +46,7 @@ use cep_nfa::engine::{Engine, StreamEvent};
 use crate::baseline::levels::TwoBTreeMaps;
 use crate::baseline::naive::Naive;
 use crate::baseline::rise_spike::HandWritten;
+use crate::baseline::timers::{LazyHeap, Timers, Tree, Wheel};
 use crate::w1::{self, Tick};
 use crate::w2::{self, Kind};
 use crate::{levels, w3, w4};
@@ -242,6 +243,16 @@ impl Tally {
         self.matches += 1;
         if self.check {
             self.digest = self.digest.wrapping_add(match_digest(m));
+        }
+    }
+
+    #[inline]
+    fn add_timer(&mut self, deadline: i64, value: u32) {
+        self.matches += 1;
+        if self.check {
+            let mut h = DefaultHasher::new();
+            (deadline, value).hash(&mut h);
+            self.digest = self.digest.wrapping_add(h.finish());
         }
     }
 
@@ -529,6 +540,10 @@ const W2_ABD_SIZE: Size = Size { full: 1_000, quick: 400 };
 const W2_ABDC_SIZE: Size = Size { full: 300, quick: 150 };
 const W3_SIZE: Size = Size { full: w3::EVENTS, quick: 100_000 };
 const W4_SIZE: Size = Size { full: w4::EVENTS, quick: 100_000 };
+const W1A_OOO_SIZE: Size = Size { full: w1::TICKS, quick: 300_000 };
+/// Live timers of the W6 rows.
+const W6_TIMERS: [Size; 3] =
+    [Size { full: 4_096, quick: 4_096 }, Size { full: 65_536, quick: 65_536 }, Size { full: 1 << 20, quick: 1 << 18 }];
 /// SASE 1.0 on W4 (DESIGN.md §3).
 const SASE_EVENTS_PER_SEC: f64 = 150_000.0;
 
@@ -543,6 +558,78 @@ pub fn thousands(n: usize) -> String {
         out.push(c);
     }
     out
+}
+
+/// The order W1a-ooo feeds the ticks in: 5 % of them held back by up to
+/// 499 ms (a stable sort by `ts + hold`), so none is behind a 500 ms delay.
+fn displaced_order(ticks: &[Tick]) -> Vec<u32> {
+    let mut rng = w1::XorShift64::default();
+    let mut keyed: Vec<(i64, u32)> = ticks
+        .iter()
+        .enumerate()
+        .map(|(i, t)| {
+            let hold = if rng.next_u64() % 20 == 0 { (rng.next_u64() % 500) as i64 } else { 0 };
+            (t.ts + hold, i as u32)
+        })
+        .collect();
+    keyed.sort_by_key(|&(k, _)| k);
+    keyed.into_iter().map(|(_, i)| i).collect()
+}
+
+/// `cep run`'s path without parsing: the runner with `--max-delay 500`
+/// (reorder buffer, watermark, late policy) over the W1 ticks in the given
+/// order (`None`: as generated), each filled into one reused `Event` row.
+fn cep_runner(name: &'static str, displaced: bool, ticks: Rc<Stream<Tick>>) -> Contender {
+    Contender::new(name, move |n| {
+        let ticks = ticks.get(n);
+        let order: Vec<u32> = if displaced { displaced_order(&ticks[..n]) } else { (0..n as u32).collect() };
+        Box::new(move |check| {
+            let mut schema = w1::schema();
+            let progs =
+                compile(w1::RISE_SPIKE, &mut schema, &Options::default()).expect("rise_spike compiles").programs;
+            let mut runner = cep_runtime::Runner::new(progs);
+            runner.set_max_delay(500);
+            let tick = Sym::new("Tick");
+            let mut e = Event::default();
+            measure(n, check, |tally| {
+                let mut sink = |_: &cep_runtime::QueryInfo, m: &Match| tally.add(m);
+                for &i in &order {
+                    w1::fill(&mut e, &ticks[i as usize], tick);
+                    runner.push(&e, &mut sink).expect("no event is late");
+                }
+                runner.finish(&mut sink).expect("no output to fail");
+                None
+            })
+        })
+    })
+}
+
+/// One W6 pass: arm `n` timers (deadlines uniform over 2^20), cancel every
+/// other one, then advance the watermark in 64 steps past the last deadline.
+/// Events = operations (arms, cancels, fires); matches = timers fired.
+fn timer_pass<T: Timers + Default>(n: usize, check: bool) -> Pass {
+    let mut rng = w1::XorShift64::default();
+    let deadlines: Vec<i64> = (0..n).map(|_| (rng.next_u64() % (1 << 20)) as i64).collect();
+    let mut handles = Vec::with_capacity(n);
+    let fired = measure(2 * n, check, |tally| {
+        let mut t = T::default();
+        for (i, &d) in deadlines.iter().enumerate() {
+            handles.push(t.arm(d, i as u32));
+        }
+        for h in handles.iter().step_by(2) {
+            t.cancel(*h);
+        }
+        for step in 1..=64i64 {
+            t.advance(step << 14, &mut |d, v| tally.add_timer(d, v));
+        }
+        None
+    });
+    // Operations: n arms, n / 2 cancels, the fired timers.
+    Pass { events: (n + n.div_ceil(2)) as u64 + fired.matches, ..fired }
+}
+
+fn timer_contender<T: Timers + Default + 'static>(name: &'static str) -> Contender {
+    Contender::new(name, move |n| Box::new(move |check| timer_pass::<T>(n, check)))
 }
 
 /// All workloads, in table order, at `scale`.
@@ -592,6 +679,27 @@ pub fn workloads(scale: Scale) -> Vec<Workload> {
         contenders: vec![
             cep_text("cep", w1::RISE_SPIKE.into(), w1::schema, s.w1.clone()),
             tick_baseline("naive", Naive::new, s.ticks.clone()),
+        ],
+    });
+
+    // W1a out of order: the runner with --max-delay 500, in order and displaced.
+    let n = W1A_OOO_SIZE.at(scale);
+    out.push(Workload {
+        name: "W1a-ooo".into(),
+        description: format!(
+            "rise_spike through the runner with --max-delay 500 (reorder buffer) over the first {} W1 ticks, \
+             as generated and with 5 % of them held back up to 499 ms; no parsing",
+            thousands(n)
+        ),
+        size: W1A_OOO_SIZE,
+        events: n,
+        baseline: Baseline::Contender("in order"),
+        target: Target { text: "— (report the ratio)".into(), check: Check::None },
+        expect: (n == w1::TICKS).then_some(450),
+        series: None,
+        contenders: vec![
+            cep_runner("in order", false, s.ticks.clone()),
+            cep_runner("5 % displaced", true, s.ticks.clone()),
         ],
     });
 
@@ -692,6 +800,31 @@ pub fn workloads(scale: Scale) -> Vec<Workload> {
         series: None,
         contenders: vec![cep_text("cep", w4::QUERY.into(), w4::schema, s.w4.clone())],
     });
+
+    // W6: timers.
+    for size in W6_TIMERS {
+        let n = size.at(scale);
+        out.push(Workload {
+            name: format!("W6 {}", thousands(n)),
+            description: format!(
+                "timers: arm {} (deadlines uniform over 2^20), cancel every other one, expire the rest in 64 \
+                 watermark steps; events = operations, matches = timers fired; ns per arm / cancel / expire: \
+                 `cargo bench -p cep-time --bench timers`",
+                thousands(n)
+            ),
+            size,
+            events: n,
+            baseline: Baseline::Contender("binary heap"),
+            target: Target { text: "flat; ≤ 40 ns arm, ≤ 25 ns cancel (criterion)".into(), check: Check::None },
+            expect: Some(n as u64 / 2),
+            series: None,
+            contenders: vec![
+                timer_contender::<Wheel>("timing wheel"),
+                timer_contender::<LazyHeap>("binary heap"),
+                timer_contender::<Tree>("btreemap"),
+            ],
+        });
+    }
 
     out
 }

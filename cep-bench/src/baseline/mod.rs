@@ -24,6 +24,7 @@
 pub mod levels;
 pub mod naive;
 pub mod rise_spike;
+pub mod timers;
 
 use cep_core::{Event, Value};
 
