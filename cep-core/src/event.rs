@@ -15,7 +15,7 @@ use crate::{FieldId, Sym, Timestamp, Value};
 /// assert_eq!(e.get(1), Value::Int(10250));
 /// assert_eq!(e.get(9), Value::Null);
 /// ```
-#[derive(Clone, Debug, PartialEq)]
+#[derive(Debug, PartialEq)]
 pub struct Event {
     /// The event type (`Event` when the input has no `type`).
     pub ty: Sym,
@@ -25,6 +25,21 @@ pub struct Event {
     pub row: u64,
     /// Field values by field id.
     pub fields: Vec<Value>,
+}
+
+impl Clone for Event {
+    fn clone(&self) -> Event {
+        Event { ty: self.ty, ts: self.ts, row: self.row, fields: self.fields.clone() }
+    }
+
+    /// Copies `source` into this event, reusing its field vector (no
+    /// allocation when it is large enough).
+    fn clone_from(&mut self, source: &Event) {
+        self.ty = source.ty;
+        self.ts = source.ts;
+        self.row = source.row;
+        self.fields.clone_from(&source.fields);
+    }
 }
 
 impl Event {

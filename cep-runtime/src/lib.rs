@@ -145,6 +145,9 @@ pub struct Runner {
     /// With an allowed delay: events wait here until the watermark passes them.
     reorder: Option<ReorderBuffer<Event>>,
     ready: Vec<Event>,
+    /// Rows of released events, reused for the next held ones (no
+    /// allocation per event once warm).
+    spare: Vec<Event>,
 }
 
 impl Runner {
@@ -166,6 +169,7 @@ impl Runner {
             field_names: Vec::new(),
             reorder: None,
             ready: Vec::new(),
+            spare: Vec::new(),
         }
     }
 
@@ -173,7 +177,8 @@ impl Runner {
     /// units (LANGUAGE.md §1): they are held in a reorder buffer and reach
     /// the engines in `ts` order (ties in arrival order) once the watermark
     /// — the largest `ts` seen minus the delay — passes them; an event behind
-    /// the watermark is late. Each held event is a copy of the pushed one.
+    /// the watermark is late. Each held event is a copy of the pushed one, in
+    /// a row recycled from events already released.
     ///
     /// # Examples
     /// ```
@@ -235,8 +240,11 @@ impl Runner {
             }
             return self.feed(e, sink);
         };
-        if let Err(late) = reorder.push(e.ts, e.clone()) {
-            return self.on_late(&late.event, late.watermark);
+        let mut held = self.spare.pop().unwrap_or_default();
+        held.clone_from(e);
+        if let Err(late) = reorder.push(e.ts, held) {
+            self.spare.push(late.event);
+            return self.on_late(e, late.watermark);
         }
         let mut ready = std::mem::take(&mut self.ready);
         reorder.release(&mut |_, ev| ready.push(ev));
@@ -298,7 +306,9 @@ impl Runner {
 
     fn feed_all(&mut self, ready: &mut Vec<Event>, sink: &mut impl Sink) -> Result<(), PushError> {
         for ev in ready.drain(..) {
-            self.feed(&ev, sink)?;
+            let fed = self.feed(&ev, sink);
+            self.spare.push(ev);
+            fed?;
         }
         Ok(())
     }
