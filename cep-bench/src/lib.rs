@@ -3,6 +3,7 @@
 pub mod baseline;
 pub mod levels;
 pub mod suite;
+pub mod typed;
 pub mod w1;
 pub mod w2;
 pub mod w3;

@@ -155,23 +155,14 @@ pub fn type_syms() -> [Sym; 4] {
 
 /// A complete schema: types `A`–`D`, no fields.
 pub fn schema() -> Schema {
-    let mut s = Schema::new();
-    s.close_fields();
-    for t in TYPES {
-        s.observe(Sym::new(t), &[]);
-    }
-    s.set_complete(true);
-    s
+    crate::typed::schema(&TYPES)
 }
 
 /// Fills `e` with `w` (no fields), reusing its buffer. `types` is
 /// [`type_syms`].
 #[inline]
 pub fn fill(e: &mut Event, w: &W2Event, types: &[Sym; 4]) {
-    e.ty = types[w.ty as usize];
-    e.ts = w.ts;
-    e.row = w.row;
-    e.fields.clear();
+    crate::typed::fill(e, types[w.ty as usize], w.ts, w.row);
 }
 
 /// Writes the first `n` events of the uniform stream as CSV (`type,ts`).
@@ -181,9 +172,5 @@ pub fn write_csv(out: &mut impl Write, n: usize) -> io::Result<()> {
 
 /// Writes the first `n` events of stream `kind` as CSV (`type,ts`).
 pub fn write_csv_of(out: &mut impl Write, kind: Kind, n: usize) -> io::Result<()> {
-    writeln!(out, "type,ts")?;
-    for e in Events::new(kind, n) {
-        writeln!(out, "{},{}", e.type_name(), e.ts)?;
-    }
-    Ok(())
+    crate::typed::write_csv(out, Events::new(kind, n).map(|e| (e.type_name(), e.ts)))
 }

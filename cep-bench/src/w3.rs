@@ -92,30 +92,17 @@ pub fn type_syms() -> [Sym; 9] {
 
 /// A complete schema: the nine types, no fields.
 pub fn schema() -> Schema {
-    let mut s = Schema::new();
-    s.close_fields();
-    for t in TYPES {
-        s.observe(Sym::new(t), &[]);
-    }
-    s.set_complete(true);
-    s
+    crate::typed::schema(&TYPES)
 }
 
 /// Fills `e` with `w` (no fields), reusing its buffer. `types` is
 /// [`type_syms`].
 #[inline]
 pub fn fill(e: &mut Event, w: &W3Event, types: &[Sym; 9]) {
-    e.ty = types[w.ty as usize];
-    e.ts = w.ts;
-    e.row = w.row;
-    e.fields.clear();
+    crate::typed::fill(e, types[w.ty as usize], w.ts, w.row);
 }
 
 /// Writes the first `n` events as CSV (`type,ts`).
 pub fn write_csv(out: &mut impl Write, n: usize) -> io::Result<()> {
-    writeln!(out, "type,ts")?;
-    for e in Events::new(n) {
-        writeln!(out, "{},{}", e.type_name(), e.ts)?;
-    }
-    Ok(())
+    crate::typed::write_csv(out, Events::new(n).map(|e| (e.type_name(), e.ts)))
 }
