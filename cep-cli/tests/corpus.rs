@@ -11,13 +11,16 @@ use std::fmt::Write as _;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
-use cep_nfa::corpus::{self, Case};
+use cep_nfa::corpus::Case;
+
+#[path = "../../cep-nfa/tests/corpus_check/mod.rs"]
+mod corpus_check;
+use corpus_check::{CORPUS, case_files, diff, same};
 
 /// Cases the binary is known to get wrong (skipped with a note). Each entry
 /// names a case file without its extension.
 const KNOWN_BAD: &[&str] = &[];
 
-const CORPUS: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/../testdata");
 const CEP: &str = env!("CARGO_BIN_EXE_cep");
 
 /// A scratch directory, removed on drop.
@@ -144,40 +147,6 @@ fn check_case(name: &str, case: &Case) -> Result<(), String> {
         ));
     }
     Ok(())
-}
-
-/// Compares expected and actual lines as JSON values, in order.
-fn same(expected: &[String], actual: &[String]) -> Result<bool, String> {
-    if expected.len() != actual.len() {
-        return Ok(false);
-    }
-    for (e, a) in expected.iter().zip(actual) {
-        let ev: serde_json::Value = serde_json::from_str(e).map_err(|err| format!("bad expected line `{e}`: {err}"))?;
-        let av: serde_json::Value = serde_json::from_str(a).map_err(|err| format!("bad output line `{a}`: {err}"))?;
-        if ev.get("id").is_some() {
-            return Err(format!("expected line has an \"id\": `{e}`"));
-        }
-        if ev != av {
-            return Ok(false);
-        }
-    }
-    Ok(true)
-}
-
-fn diff(expected: &[String], actual: &[String]) -> String {
-    let mut s = String::from("expected:\n");
-    for l in expected {
-        let _ = writeln!(s, "  {l}");
-    }
-    s.push_str("actual:\n");
-    for l in actual {
-        let _ = writeln!(s, "  {l}");
-    }
-    s
-}
-
-fn case_files() -> Vec<PathBuf> {
-    corpus::case_files(Path::new(CORPUS)).unwrap_or_else(|e| panic!("cannot list {CORPUS}: {e}"))
 }
 
 #[test]

@@ -10,18 +10,19 @@
 //! every failing case.
 
 use std::fmt::Write as _;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 
 use cep_core::{Event, Format, Reader};
 use cep_nfa::compile::{Options, compile};
-use cep_nfa::corpus::{self, Case, strip_id};
+use cep_nfa::corpus::{Case, strip_id};
 use cep_nfa::engine::Engine;
+
+mod corpus_check;
+use corpus_check::{CORPUS, case_files, diff, same};
 
 /// Cases the engine is known to get wrong (skipped with a note). Each entry
 /// names a case file without its extension.
 const KNOWN_BAD: &[&str] = &[];
-
-const CORPUS: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/../testdata");
 
 /// Runs a case; returns the match lines (without ids).
 fn run_case(case: &Case) -> Result<Vec<String>, String> {
@@ -72,28 +73,6 @@ fn run_case(case: &Case) -> Result<Vec<String>, String> {
     Ok(out)
 }
 
-/// Compares expected and actual lines as JSON values, in order.
-fn same(expected: &[String], actual: &[String]) -> Result<bool, String> {
-    if expected.len() != actual.len() {
-        return Ok(false);
-    }
-    for (e, a) in expected.iter().zip(actual) {
-        let ev: serde_json::Value = serde_json::from_str(e).map_err(|err| format!("bad expected line `{e}`: {err}"))?;
-        let av: serde_json::Value = serde_json::from_str(a).map_err(|err| format!("bad output line `{a}`: {err}"))?;
-        if ev.get("id").is_some() {
-            return Err(format!("expected line has an \"id\": `{e}`"));
-        }
-        if ev != av {
-            return Ok(false);
-        }
-    }
-    Ok(true)
-}
-
-fn case_files() -> Vec<PathBuf> {
-    corpus::case_files(Path::new(CORPUS)).unwrap_or_else(|e| panic!("cannot list {CORPUS}: {e}"))
-}
-
 fn case_name(path: &Path) -> String {
     path.file_stem().and_then(|s| s.to_str()).unwrap_or("?").to_owned()
 }
@@ -124,16 +103,4 @@ fn corpus() {
     }
     println!("{passed} of {} cases passed", files.len());
     assert!(failures.is_empty(), "corpus failures:\n{failures}");
-}
-
-fn diff(expected: &[String], actual: &[String]) -> String {
-    let mut s = String::from("expected:\n");
-    for l in expected {
-        let _ = writeln!(s, "  {l}");
-    }
-    s.push_str("actual:\n");
-    for l in actual {
-        let _ = writeln!(s, "  {l}");
-    }
-    s
 }
