@@ -35,6 +35,7 @@ static ALLOCS: AtomicU64 = AtomicU64::new(0);
 static REALLOCS: AtomicU64 = AtomicU64::new(0);
 static DEALLOCS: AtomicU64 = AtomicU64::new(0);
 static BYTES: AtomicU64 = AtomicU64::new(0);
+static LIVE: AtomicU64 = AtomicU64::new(0);
 
 /// The counting allocator: install it with `#[global_allocator]`.
 #[derive(Clone, Copy, Debug, Default)]
@@ -48,6 +49,7 @@ unsafe impl GlobalAlloc for Counting {
     unsafe fn alloc(&self, layout: Layout) -> *mut u8 {
         ALLOCS.fetch_add(1, Relaxed);
         BYTES.fetch_add(layout.size() as u64, Relaxed);
+        LIVE.fetch_add(layout.size() as u64, Relaxed);
         // SAFETY: forwards to `System`; the caller upholds `alloc`'s contract
         // (a layout of non-zero size).
         unsafe { System.alloc(layout) }
@@ -57,6 +59,7 @@ unsafe impl GlobalAlloc for Counting {
     unsafe fn alloc_zeroed(&self, layout: Layout) -> *mut u8 {
         ALLOCS.fetch_add(1, Relaxed);
         BYTES.fetch_add(layout.size() as u64, Relaxed);
+        LIVE.fetch_add(layout.size() as u64, Relaxed);
         // SAFETY: forwards to `System`; the caller upholds `alloc_zeroed`'s
         // contract (a layout of non-zero size).
         unsafe { System.alloc_zeroed(layout) }
@@ -65,6 +68,7 @@ unsafe impl GlobalAlloc for Counting {
     #[inline]
     unsafe fn dealloc(&self, ptr: *mut u8, layout: Layout) {
         DEALLOCS.fetch_add(1, Relaxed);
+        LIVE.fetch_sub(layout.size() as u64, Relaxed);
         // SAFETY: forwards to `System`; the caller guarantees `ptr` came from
         // this allocator (hence from `System`) with this `layout`.
         unsafe { System.dealloc(ptr, layout) }
@@ -74,6 +78,8 @@ unsafe impl GlobalAlloc for Counting {
     unsafe fn realloc(&self, ptr: *mut u8, layout: Layout, new_size: usize) -> *mut u8 {
         REALLOCS.fetch_add(1, Relaxed);
         BYTES.fetch_add(new_size.saturating_sub(layout.size()) as u64, Relaxed);
+        LIVE.fetch_add(new_size as u64, Relaxed);
+        LIVE.fetch_sub(layout.size() as u64, Relaxed);
         // SAFETY: forwards to `System`; the caller guarantees `ptr` came from
         // this allocator (hence from `System`) with `layout`, and that
         // `new_size` is non-zero and does not overflow when rounded to the
@@ -93,6 +99,9 @@ pub struct Counts {
     pub deallocs: u64,
     /// Bytes requested: new blocks, plus the growth of reallocated ones.
     pub bytes: u64,
+    /// Bytes allocated and not yet freed (a snapshot, not a difference:
+    /// [`Counts::since`] keeps the later value).
+    pub live: u64,
 }
 
 impl Counts {
@@ -108,6 +117,7 @@ impl Counts {
             reallocs: self.reallocs.wrapping_sub(earlier.reallocs),
             deallocs: self.deallocs.wrapping_sub(earlier.deallocs),
             bytes: self.bytes.wrapping_sub(earlier.bytes),
+            live: self.live,
         }
     }
 }
@@ -119,6 +129,7 @@ pub fn counts() -> Counts {
         reallocs: REALLOCS.load(Relaxed),
         deallocs: DEALLOCS.load(Relaxed),
         bytes: BYTES.load(Relaxed),
+        live: LIVE.load(Relaxed),
     }
 }
 

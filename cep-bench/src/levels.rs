@@ -13,7 +13,7 @@
 use std::io::{self, Write};
 
 use cep_core::Value;
-use cep_index::{Alert, Direction};
+use cep_index::Alert;
 
 use crate::w1::XorShift64;
 
@@ -54,19 +54,12 @@ pub fn levels(keys: usize, per_key: usize) -> impl Iterator<Item = (i64, usize, 
 /// let a = alerts(10, 100);
 /// assert_eq!(a.len(), 1000);
 /// assert_eq!(a[101].id, "k1_1");
-/// assert_eq!(a[101].direction, Direction::Above);
+/// assert_eq!(a[101].trigger.direction(), Direction::Above);
 /// assert_eq!(a[101].band, 5.0);
 /// ```
 pub fn alerts(keys: usize, per_key: usize) -> Vec<Alert> {
     levels(keys, per_key)
-        .map(|(key, i, level)| Alert {
-            id: format!("k{key}_{i}"),
-            key: Value::Int(key),
-            field: FIELD.to_owned(),
-            direction: Direction::Above,
-            level: level as f64,
-            band: BAND as f64,
-        })
+        .map(|(key, i, level)| Alert::above(format!("k{key}_{i}"), Value::Int(key), FIELD, level as f64, BAND as f64))
         .collect()
 }
 

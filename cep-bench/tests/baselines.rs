@@ -7,7 +7,7 @@ use cep_bench::baseline::naive::Naive;
 use cep_bench::baseline::rise_spike::HandWritten;
 use cep_bench::w1::{self, RISE_SPIKE, Tick, Ticks, XorShift64};
 use cep_core::{Event, Match, Sym, Value};
-use cep_index::{Alert, Direction, LevelIndex};
+use cep_index::{Alert, AlertState, LevelIndex};
 use cep_nfa::compile::{Options, compile};
 use cep_nfa::engine::Engine;
 
@@ -145,17 +145,15 @@ fn random_alerts(rng: &mut XorShift64, keys: i64, per_key: usize, tag: &str) -> 
     let mut v = Vec::new();
     for key in 0..keys {
         for i in 0..per_key {
-            let direction = if rng.next_u64() % 2 == 0 { Direction::Above } else { Direction::Below };
+            let above = rng.next_u64() % 2 == 0;
             let level = 900.0 + (rng.next_u64() % 200) as f64 + if rng.next_u64() % 3 == 0 { 0.5 } else { 0.0 };
             let band = [0.0, 1.0, 5.0, 12.5][(rng.next_u64() % 4) as usize];
             let field = if rng.next_u64() % 4 == 0 { "vol" } else { "price" };
-            v.push(Alert {
-                id: format!("{tag}{key}_{i}"),
-                key: Value::Int(key),
-                field: field.into(),
-                direction,
-                level,
-                band,
+            let id = format!("{tag}{key}_{i}");
+            v.push(if above {
+                Alert::above(id, Value::Int(key), field, level, band)
+            } else {
+                Alert::below(id, Value::Int(key), field, level, band)
             });
         }
     }
@@ -199,10 +197,11 @@ fn two_btreemaps_fire_as_level_index_on_random_walks() {
         };
         let field = ["price", "vol"][field_i];
         let (mut fa, mut fb) = (Vec::new(), Vec::new());
-        a.update(Value::Int(key), field, value, row as i64, row, |f| fa.push(f));
-        b.update(Value::Int(key), field, value, row as i64, row, |f| fb.push(f));
-        fa.sort_by(|x, y| x.id.cmp(&y.id));
-        fb.sort_by(|x, y| x.id.cmp(&y.id));
+        let own = |f: &cep_index::Fire<'_>| (f.id.to_owned(), f.key, f.ts, f.row, f.value, f.direction);
+        a.update_named(field, Value::Int(key), value, row as i64, row, |f| fa.push(own(f)));
+        b.update(Value::Int(key), field, value, row as i64, row, |f| fb.push(own(f)));
+        fa.sort_by(|x, y| x.0.cmp(&y.0));
+        fb.sort_by(|x, y| x.0.cmp(&y.0));
         assert_eq!(fa, fb, "row {row}");
         total += fa.len();
     }
@@ -212,7 +211,7 @@ fn two_btreemaps_fire_as_level_index_on_random_walks() {
     for key in 0..keys {
         for i in 0..40 {
             let id = format!("a{key}_{i}");
-            assert_eq!(a.is_armed(&id), b.is_armed(&id), "{id}");
+            assert_eq!(a.state(&id).map(|s| s == AlertState::Armed), b.is_armed(&id), "{id}");
         }
     }
 }
@@ -230,8 +229,8 @@ fn two_btreemaps_fire_as_level_index_on_w1b_prefix() {
     let (mut na, mut nb) = (0usize, 0usize);
     for t in Ticks::new(1_000_000).filter(|t| t.key < 500) {
         let (mut fa, mut fb) = (Vec::new(), Vec::new());
-        a.update(Value::Int(t.key), "price", Value::Int(t.price), t.ts, t.row, |f| fa.push(f.id));
-        b.update(Value::Int(t.key), "price", Value::Int(t.price), t.ts, t.row, |f| fb.push(f.id));
+        a.update_named("price", Value::Int(t.key), Value::Int(t.price), t.ts, t.row, |f| fa.push(f.id.to_owned()));
+        b.update(Value::Int(t.key), "price", Value::Int(t.price), t.ts, t.row, |f| fb.push(f.id.to_owned()));
         fa.sort();
         fb.sort();
         assert_eq!(fa, fb);

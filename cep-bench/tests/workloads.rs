@@ -108,7 +108,7 @@ fn generators_follow_their_specs() {
     for (j, a) in alerts.iter().enumerate() {
         assert_eq!(a.id, format!("k{}_{}", j / 100, j % 100));
         assert_eq!(a.key, Value::Int((j / 100) as i64));
-        assert_eq!(a.level, (9000 + rng.next_u64() % 2000) as f64);
+        assert_eq!(a.trigger, cep_index::Trigger::Above((9000 + rng.next_u64() % 2000) as f64));
     }
 }
 

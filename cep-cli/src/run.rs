@@ -6,7 +6,9 @@ use std::path::PathBuf;
 
 use cep_core::time::{DurationUnit, to_ticks};
 use cep_core::{Event, ReadError, ReadErrorKind};
-use cep_runtime::{JsonLines, PushError, Runner, Summary};
+use cep_index::LevelIndex;
+use cep_index::file::read_alerts;
+use cep_runtime::{JsonLines, LEVEL_KEY_FIELD, PushError, Runner, Summary};
 use cep_time::LatePolicy;
 use clap::Args;
 
@@ -72,9 +74,6 @@ pub fn run(args: RunArgs) -> Result<(), Failure> {
             "--threads above 1 is not supported yet: the multi-threaded runtime is still being built; use --threads 1",
         ));
     }
-    if args.levels.is_some() {
-        return Err(Failure::other("--levels is not supported yet: the level-alert index is still being built"));
-    }
     if args.checkpoint.is_some() || args.checkpoint_every.is_some() || args.resume {
         return Err(Failure::other("checkpoints (--checkpoint, --resume) are not supported yet"));
     }
@@ -87,9 +86,10 @@ pub fn run(args: RunArgs) -> Result<(), Failure> {
         "skip" => true,
         other => return Err(Failure::bad_input(format!("unknown --on-bad-row `{other}`: expected fail or skip"))),
     };
-    let Some(query) = &args.query else {
-        return Err(Failure::bad_input("run needs --query (or --levels)"));
-    };
+    if args.query.is_none() && args.levels.is_none() {
+        return Err(Failure::bad_input("run needs --query, --levels or both"));
+    }
+    let levels = args.levels.as_deref().map(read_levels).transpose()?;
 
     let idle = args.idle_timeout.as_deref().map(parse_wall).transpose()?;
     let mut input = open_events(&args.events, args.format.as_deref())?;
@@ -99,10 +99,16 @@ pub fn run(args: RunArgs) -> Result<(), Failure> {
     let streaming = args.events == "-";
     let limit = if streaming { 0 } else { SCHEMA_PREFIX };
     let prefix = read_prefix(&mut input, limit, skip_bad, &mut skipped);
-    let (_, compiled) = compile_query(query, input.schema_mut(), unit)?;
+    let programs = match &args.query {
+        Some(query) => compile_query(query, input.schema_mut(), unit)?.1.programs,
+        None => Vec::new(),
+    };
+    let mut runner = Runner::new(programs);
+    if let Some(index) = levels {
+        warn_unwatched(input.schema(), &index);
+        runner.set_levels(index, input.schema_mut());
+    }
     input.set_observe(false);
-
-    let mut runner = Runner::new(compiled.programs);
     runner.set_max_delay(delay);
     runner.set_field_names(input.schema().field_names().map(str::to_owned).collect());
     runner.set_late_policy(late).map_err(|e| Failure::other(format!("cannot open the late-event file: {e}")))?;
@@ -129,7 +135,7 @@ pub fn run(args: RunArgs) -> Result<(), Failure> {
     };
     // Matches emitted before a failure stay valid: flush them in every case.
     let flushed = sink.flush();
-    print_summary(rows, skipped, runner.summary(), runner.queries());
+    print_summary(rows, skipped, runner.summary(), runner.queries(), args.levels.is_some());
     result?;
     flushed.map_err(|e| Failure::other(format!("writing output: {e}")))
 }
@@ -157,12 +163,13 @@ fn push_event(
     line: u64,
     opts: Options,
 ) -> Result<(), Failure> {
-    let before = runner.summary().matches.iter().sum::<u64>();
+    let emitted = |r: &Runner| r.summary().matches.iter().sum::<u64>() + r.summary().fires;
+    let before = emitted(runner);
     runner.push(e, sink).map_err(|err| match err {
         PushError::Late { .. } => Failure::bad_input(format!("error: {file}:{line}: row {}: {err}", e.row)),
         PushError::Io(io) => Failure::other(format!("writing output: {io}")),
     })?;
-    if opts.streaming && runner.summary().matches.iter().sum::<u64>() != before {
+    if opts.streaming && emitted(runner) != before {
         sink.flush().map_err(|io| Failure::other(format!("writing output: {io}")))?;
     }
     Ok(())
@@ -313,13 +320,42 @@ fn parse_delay(s: &str, unit: cep_core::TimeUnit) -> Result<i64, Failure> {
     to_ticks(num, du, unit).map_err(|e| Failure::bad_input(format!("invalid --max-delay `{s}`: {e}")))
 }
 
-fn print_summary(rows: u64, skipped: u64, s: &Summary, queries: &[cep_runtime::QueryInfo]) {
+fn print_summary(rows: u64, skipped: u64, s: &Summary, queries: &[cep_runtime::QueryInfo], levels: bool) {
     let total: u64 = s.matches.iter().sum();
     let per: Vec<String> = queries.iter().zip(&s.matches).map(|(q, n)| format!("{} {n}", q.name)).collect();
+    let per = if per.is_empty() { String::new() } else { format!(" ({})", per.join(", ")) };
+    let fires = match (levels, s.fires) {
+        (false, _) => String::new(),
+        (true, 1) => ", 1 level alert fired".to_owned(),
+        (true, n) => format!(", {n} level alerts fired"),
+    };
     eprintln!(
-        "summary: {rows} rows read, {skipped} skipped, {} late, {total} {} ({})",
+        "summary: {rows} rows read, {skipped} skipped, {} late, {total} {}{per}{fires}",
         s.late,
         if total == 1 { "match" } else { "matches" },
-        per.join(", ")
     );
+}
+
+/// Reads and registers the alerts of `--levels FILE`; a bad file is bad
+/// input (exit 2) with its line.
+fn read_levels(path: &std::path::Path) -> Result<LevelIndex, Failure> {
+    let name = path.display().to_string();
+    let file = File::open(path).map_err(|e| Failure::bad_input(format!("error: cannot read {name}: {e}")))?;
+    let alerts = read_alerts(io::BufReader::new(file), &name).map_err(|e| Failure::bad_input(format!("error: {e}")))?;
+    let mut index = LevelIndex::new();
+    index.add_all(alerts).map_err(|e| Failure::bad_input(format!("error: {name}: {e}")))?;
+    Ok(index)
+}
+
+/// Warns when the events' columns are known and lack the `key` field or a
+/// field that alerts watch: those alerts can never fire.
+fn warn_unwatched(schema: &cep_core::Schema, index: &LevelIndex) {
+    if !schema.fields_closed() {
+        return;
+    }
+    for name in std::iter::once(LEVEL_KEY_FIELD).chain(index.fields().map(|(_, n)| n)) {
+        if schema.lookup(name).is_none() {
+            eprintln!("warning: the events have no field `{name}`: level alerts that need it never fire");
+        }
+    }
 }

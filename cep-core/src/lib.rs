@@ -2,6 +2,7 @@
 
 pub mod event;
 pub mod json;
+pub mod keys;
 pub mod matches;
 pub mod read;
 pub mod schema;

@@ -630,6 +630,28 @@ fn parse_int(b: &[u8]) -> Option<i64> {
     Some(v)
 }
 
+/// Types one CSV cell exactly as the event reader does (LANGUAGE.md §1):
+/// an integer literal is an int, else a float literal a float, else
+/// `true`/`false` a bool, else a string; surrounding blanks are ignored and
+/// an empty cell is NULL. Errors name `column`.
+///
+/// # Examples
+/// ```
+/// use cep_core::{read::parse_cell, Sym, Value};
+/// assert_eq!(parse_cell(" 7 ", "key"), Ok(Value::Int(7)));
+/// assert_eq!(parse_cell("1.5", "key"), Ok(Value::Float(1.5)));
+/// assert_eq!(parse_cell("AAPL", "key"), Ok(Value::Str(Sym::new("AAPL"))));
+/// assert_eq!(parse_cell("", "key"), Ok(Value::Null));
+/// assert!(parse_cell("nan", "key").is_err());
+/// ```
+pub fn parse_cell(text: &str, column: &str) -> Result<Value, String> {
+    let cell = text.trim();
+    if cell.is_empty() {
+        return Ok(Value::Null);
+    }
+    csv_value(cell.as_bytes(), column, &mut StrCache::default())
+}
+
 /// Types one trimmed, non-empty field cell.
 fn csv_value(cell: &[u8], column: &str, strings: &mut StrCache) -> Result<Value, String> {
     match classify(cell) {

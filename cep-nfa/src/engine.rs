@@ -23,7 +23,7 @@
 use std::cmp::Ordering;
 use std::collections::VecDeque;
 
-use ahash::AHashMap;
+use cep_core::keys::KeyIndex;
 use cep_core::{Event, Match, Timestamp, Value};
 use cep_time::wheel::{TimerId, TimerWheel};
 
@@ -252,51 +252,6 @@ impl HistoryShape {
         }
         *head = if *head as usize + 1 == self.depth { 0 } else { *head + 1 };
         *len = (*len + 1).min(self.depth as u16);
-    }
-}
-
-/// Partition keys → dense partition ids. Small non-negative integer keys
-/// (the common case: ids) and strings (interned: their symbols are small
-/// integers too) index vectors directly; NULL has a slot of its own; other
-/// keys go through a hash map.
-#[derive(Debug, Default)]
-struct KeyIndex {
-    ints: Vec<u32>,
-    strs: Vec<u32>,
-    null: Option<u32>,
-    map: AHashMap<Value, u32>,
-}
-
-/// Integer keys below this are looked up in [`KeyIndex::ints`].
-const DENSE_KEYS: i64 = 1 << 20;
-
-impl KeyIndex {
-    #[inline(always)]
-    fn get(&self, key: &Value) -> Option<u32> {
-        let dense = |v: &Vec<u32>, i: usize| v.get(i).copied().filter(|&p| p != u32::MAX);
-        match *key {
-            Value::Int(i) if (0..DENSE_KEYS).contains(&i) => dense(&self.ints, i as usize),
-            Value::Str(s) => dense(&self.strs, s.index() as usize),
-            Value::Null => self.null,
-            _ => self.map.get(key).copied(),
-        }
-    }
-
-    fn insert(&mut self, key: Value, pid: u32) {
-        let put = |v: &mut Vec<u32>, i: usize| {
-            if v.len() <= i {
-                v.resize(i + 1, u32::MAX);
-            }
-            v[i] = pid;
-        };
-        match key {
-            Value::Int(i) if (0..DENSE_KEYS).contains(&i) => put(&mut self.ints, i as usize),
-            Value::Str(s) => put(&mut self.strs, s.index() as usize),
-            Value::Null => self.null = Some(pid),
-            _ => {
-                self.map.insert(key, pid);
-            }
-        }
     }
 }
 

@@ -2,15 +2,23 @@
 
 use std::io::{self, Write};
 
-use cep_core::{Event, Match, Timestamp};
+use cep_core::{Event, FieldId, Match, Schema, Timestamp, Value};
+use cep_index::{FieldRef, Fire, LevelIndex};
 use cep_nfa::engine::{Engine, Stats};
 use cep_nfa::program::Program;
 use cep_time::{LatePolicy, ReorderBuffer, Watermark};
 
-/// Where matches go.
+/// Where matches and fired level alerts go.
 pub trait Sink {
     /// Receives one match of query `query` (its name and variable names).
     fn on_match(&mut self, query: &QueryInfo, m: &Match) -> io::Result<()>;
+
+    /// Receives one fired level alert. The default refuses it with an
+    /// error, so that a sink written for matches only cannot lose alerts
+    /// silently: a runner with level alerts needs a sink that takes them.
+    fn on_fire(&mut self, fire: &Fire<'_>) -> io::Result<()> {
+        Err(io::Error::other(format!("this sink takes no level alerts (alert `{}` fired)", fire.id)))
+    }
 }
 
 /// Names a sink needs to format a match.
@@ -52,6 +60,13 @@ impl<W: Write> Sink for JsonLines<W> {
         self.line.clear();
         let vars: Vec<&str> = q.vars.iter().map(String::as_str).collect();
         m.write_json(&mut self.line, &q.name, &vars);
+        self.line.push('\n');
+        self.out.write_all(self.line.as_bytes())
+    }
+
+    fn on_fire(&mut self, fire: &Fire<'_>) -> io::Result<()> {
+        self.line.clear();
+        fire.write_json(&mut self.line);
         self.line.push('\n');
         self.out.write_all(self.line.as_bytes())
     }
@@ -106,6 +121,8 @@ pub struct Summary {
     pub late: u64,
     /// Matches per query.
     pub matches: Vec<u64>,
+    /// Level alerts fired.
+    pub fires: u64,
 }
 
 /// Runs several queries over one event stream, in one thread.
@@ -148,7 +165,21 @@ pub struct Runner {
     /// Rows of released events, reused for the next held ones (no
     /// allocation per event once warm).
     spare: Vec<Event>,
+    levels: Option<Levels>,
 }
+
+/// Level alerts and where their key and fields are in an event.
+#[derive(Debug)]
+struct Levels {
+    index: LevelIndex,
+    key: Option<FieldId>,
+    /// The watched fields: where each is in an event, and its handle.
+    fields: Vec<(FieldId, FieldRef)>,
+    error: Option<io::Error>,
+}
+
+/// The event field whose value is a level alert's key (LANGUAGE.md §4).
+pub const LEVEL_KEY_FIELD: &str = "key";
 
 impl Runner {
     /// A runner for these programs, dropping late events.
@@ -170,7 +201,44 @@ impl Runner {
             reorder: None,
             ready: Vec::new(),
             spare: Vec::new(),
+            levels: None,
         }
+    }
+
+    /// Adds standing level alerts (LANGUAGE.md §4): every event, in event
+    /// time order, feeds each watched field of the index with the event's
+    /// `key` field as the key; fires go to [`Sink::on_fire`] after the
+    /// event's matches. Fields are found by name in `schema`; the `key`
+    /// field and every watched field are added to it if missing (the
+    /// schema must be the one the events are read with).
+    ///
+    /// # Examples
+    /// ```
+    /// use cep_core::{Event, Schema, Sym, Value};
+    /// use cep_index::{Alert, LevelIndex};
+    /// use cep_runtime::{JsonLines, Runner};
+    ///
+    /// let mut schema = Schema::new();
+    /// let (key, price) = (schema.field("key"), schema.field("price"));
+    /// let mut index = LevelIndex::new();
+    /// index.add(Alert::above("a17", Value::Int(7), "price", 10100.0, 5.0)).unwrap();
+    /// let mut runner = Runner::new(Vec::new());
+    /// runner.set_levels(index, &mut schema);
+    /// let mut sink = JsonLines::new(Vec::new());
+    /// for (row, p) in [10000, 10120].into_iter().enumerate() {
+    ///     let mut fields = vec![Value::Null; 2];
+    ///     fields[key as usize] = Value::Int(7);
+    ///     fields[price as usize] = Value::Int(p);
+    ///     runner.push(&Event::new(Sym::new("Tick"), row as i64 * 1000, row as u64, fields), &mut sink).unwrap();
+    /// }
+    /// runner.finish(&mut sink).unwrap();
+    /// let out = String::from_utf8(sink.into_inner().unwrap()).unwrap();
+    /// assert_eq!(out, "{\"level\":\"a17\",\"key\":7,\"ts\":1000,\"row\":1,\"value\":10120,\"direction\":\"above\"}\n");
+    /// ```
+    pub fn set_levels(&mut self, index: LevelIndex, schema: &mut Schema) {
+        let key = Some(schema.field(LEVEL_KEY_FIELD));
+        let fields = index.fields().map(|(r, name)| (schema.field(name), r)).collect();
+        self.levels = Some(Levels { index, key, fields, error: None });
     }
 
     /// Allows events to arrive out of order by up to `max_delay` timestamp
@@ -294,12 +362,31 @@ impl Runner {
         self.reorder.as_ref().map_or(self.watermark.get(), ReorderBuffer::watermark)
     }
 
-    /// Gives one event, in event-time order, to every engine.
+    /// Gives one event, in event-time order, to every engine, then to the
+    /// level alerts.
     fn feed(&mut self, e: &Event, sink: &mut impl Sink) -> Result<(), PushError> {
         self.summary.events += 1;
         for (i, engine) in self.engines.iter_mut().enumerate() {
             engine.push(e).expect("the runner orders events");
             emit(i, engine, &self.infos, &mut self.summary, sink)?;
+        }
+        if let Some(lv) = &mut self.levels {
+            let at = |f: FieldId| e.fields.get(f as usize).copied().unwrap_or(Value::Null);
+            let key = lv.key.map_or(Value::Null, at);
+            for &(fid, fref) in &lv.fields {
+                let (fires, error) = (&mut self.summary.fires, &mut lv.error);
+                lv.index.update(fref, key, at(fid), e.ts, e.row, |f| {
+                    *fires += 1;
+                    if error.is_none()
+                        && let Err(err) = sink.on_fire(f)
+                    {
+                        *error = Some(err);
+                    }
+                });
+                if let Some(err) = lv.error.take() {
+                    return Err(PushError::Io(err));
+                }
+            }
         }
         Ok(())
     }

@@ -25,7 +25,7 @@ use std::ops::Bound::{Excluded, Included, Unbounded};
 
 use ahash::AHashMap;
 use cep_core::{Timestamp, Value};
-use cep_index::{Alert, AlertError, Direction, Fire};
+use cep_index::{Alert, AlertError, Direction, Fire, Trigger};
 
 /// An `f64` with a total order (via `total_cmp`), `-0.0` normalised to `0.0`.
 #[derive(Clone, Copy, Debug)]
@@ -81,10 +81,18 @@ struct Entry {
 }
 
 impl Entry {
+    fn level(&self) -> f64 {
+        match self.alert.trigger {
+            Trigger::Above(l) | Trigger::Below(l) => l,
+            Trigger::Enter { .. } | Trigger::Exit { .. } => unreachable!("refused by add"),
+        }
+    }
+
     fn rearm_level(&self) -> f64 {
-        match self.alert.direction {
-            Direction::Above => self.alert.level - self.alert.band,
-            Direction::Below => self.alert.level + self.alert.band,
+        match self.alert.trigger {
+            Trigger::Above(l) => l - self.alert.band,
+            Trigger::Below(l) => l + self.alert.band,
+            Trigger::Enter { .. } | Trigger::Exit { .. } => unreachable!("refused by add"),
         }
     }
 }
@@ -96,11 +104,9 @@ impl Entry {
 /// ```
 /// use cep_bench::baseline::levels::TwoBTreeMaps;
 /// use cep_core::Value;
-/// use cep_index::{Alert, Direction};
+/// use cep_index::Alert;
 /// let mut idx = TwoBTreeMaps::new();
-/// let a = Alert { id: "a".into(), key: Value::Int(1), field: "price".into(),
-///                 direction: Direction::Above, level: 10100.0, band: 5.0 };
-/// idx.add(a).unwrap();
+/// idx.add(Alert::above("a", Value::Int(1), "price", 10100.0, 5.0)).unwrap();
 /// let mut fired = Vec::new();
 /// for (row, v) in [10000, 10120, 10130, 10098, 10110, 10090, 10105].into_iter().enumerate() {
 ///     idx.update(Value::Int(1), "price", Value::Int(v), row as i64, row as u64, |f| fired.push(f.row));
@@ -133,24 +139,20 @@ impl TwoBTreeMaps {
         &mut fields[i]
     }
 
-    /// Registers an alert, armed.
+    /// Registers an alert, armed (`above` and `below` only: the baseline of
+    /// DESIGN.md §2.6 has no band alerts).
     pub fn add(&mut self, alert: Alert) -> Result<(), AlertError> {
         if self.by_id.contains_key(&alert.id) {
             return Err(AlertError::DuplicateId(alert.id));
         }
-        if !alert.level.is_finite() || !alert.band.is_finite() || alert.band < 0.0 {
-            return Err(AlertError::BadNumber(format!(
-                "alert `{}`: level must be finite and band finite and >= 0",
-                alert.id
-            )));
-        }
+        alert.validate()?;
+        let (Trigger::Above(level) | Trigger::Below(level)) = alert.trigger else {
+            return Err(AlertError::BadNumber(format!("alert `{}`: the baseline has no band alerts", alert.id)));
+        };
         let slot = u32::try_from(self.alerts.len()).expect("more than 4 billion alerts");
         let s = Self::series_mut(&mut self.series, alert.key, &alert.field);
-        let maps = match alert.direction {
-            Direction::Above => &mut s.above,
-            Direction::Below => &mut s.below,
-        };
-        maps.armed.insert((Level::new(alert.level), slot), ());
+        let maps = if alert.trigger.direction() == Direction::Above { &mut s.above } else { &mut s.below };
+        maps.armed.insert((Level::new(level), slot), ());
         self.by_id.insert(alert.id.clone(), slot);
         self.alerts.push(Some(Entry { alert, armed: true }));
         Ok(())
@@ -163,12 +165,9 @@ impl TwoBTreeMaps {
         if let Some(fields) = self.series.get_mut(&e.alert.key)
             && let Some(s) = fields.iter_mut().find(|s| *s.field == *e.alert.field)
         {
-            let maps = match e.alert.direction {
-                Direction::Above => &mut s.above,
-                Direction::Below => &mut s.below,
-            };
+            let maps = if e.alert.trigger.direction() == Direction::Above { &mut s.above } else { &mut s.below };
             if e.armed {
-                maps.armed.remove(&(Level::new(e.alert.level), slot));
+                maps.armed.remove(&(Level::new(e.level()), slot));
             } else {
                 maps.disarmed.remove(&(Level::new(e.rearm_level()), slot));
             }
@@ -201,14 +200,11 @@ impl TwoBTreeMaps {
         value: Value,
         ts: Timestamp,
         row: u64,
-        mut fire: impl FnMut(Fire),
+        mut fire: impl FnMut(&Fire<'_>),
     ) {
-        let Some(v) = value.as_f64() else { return };
+        let Some(v) = value.as_f64().filter(|v| !v.is_nan()) else { return };
         let s = Self::series_mut(&mut self.series, key, field);
         let prev = s.last.replace(v);
-        if v.is_nan() {
-            return; // no comparison with NaN holds
-        }
         let alerts = &mut self.alerts;
         let scratch = &mut self.scratch;
         let lv = Level::new(v);
@@ -218,7 +214,7 @@ impl TwoBTreeMaps {
         if let Some(p) = prev.filter(|&p| p < v) {
             let range = (Excluded((Level::new(p), u32::MAX)), Included((lv, u32::MAX)));
             fire_range(&mut s.above, alerts, scratch, range, |id| {
-                fire(Fire { id, ts, row, value, direction: Direction::Above })
+                fire(&Fire { id, key, ts, row, value, direction: Direction::Above })
             });
         }
         // Below: re-arm at v >= level + band, fire at prev > level >= v.
@@ -226,7 +222,7 @@ impl TwoBTreeMaps {
         if let Some(p) = prev.filter(|&p| p > v) {
             let range = (Included((lv, 0)), Excluded((Level::new(p), 0)));
             fire_range(&mut s.below, alerts, scratch, range, |id| {
-                fire(Fire { id, ts, row, value, direction: Direction::Below })
+                fire(&Fire { id, key, ts, row, value, direction: Direction::Below })
             });
         }
     }
@@ -249,7 +245,7 @@ fn rearm(
         maps.disarmed.remove(k);
         if let Some(e) = alerts[k.1 as usize].as_mut() {
             e.armed = true;
-            maps.armed.insert((Level::new(e.alert.level), k.1), ());
+            maps.armed.insert((Level::new(e.level()), k.1), ());
         }
     }
 }
@@ -260,7 +256,7 @@ fn fire_range(
     alerts: &mut [Option<Entry>],
     scratch: &mut Vec<At>,
     range: (std::ops::Bound<At>, std::ops::Bound<At>),
-    mut fire: impl FnMut(String),
+    mut fire: impl FnMut(&str),
 ) {
     scratch.clear();
     scratch.extend(maps.armed.range(range).map(|(k, _)| *k));
@@ -269,7 +265,7 @@ fn fire_range(
         if let Some(e) = alerts[k.1 as usize].as_mut() {
             e.armed = false;
             maps.disarmed.insert((Level::new(e.rearm_level()), k.1), ());
-            fire(e.alert.id.clone());
+            fire(&e.alert.id);
         }
     }
 }

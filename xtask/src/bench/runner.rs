@@ -156,6 +156,7 @@ mod tests {
                 seconds: 1e-3,
                 allocations: 0,
                 partials: None,
+                setup: None,
             })
         })
     }

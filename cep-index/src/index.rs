@@ -1,0 +1,410 @@
+//! [`LevelIndex`]: standing alerts, indexed so that a value costs what it
+//! changes, not what is registered.
+
+use ahash::RandomState;
+use cep_core::keys::KeyIndex;
+use cep_core::{Timestamp, Value};
+use hashbrown::HashTable;
+
+use crate::alert::{Alert, AlertError, AlertState, Direction, Fire, Trigger, step};
+use crate::order::order_key;
+use crate::series::{Edges, FIRE_ROLES, Head, REARM_ROLES};
+
+/// A field that has alerts, by number (see [`LevelIndex::field`]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub struct FieldRef(u32);
+
+/// No edge in this place of [`Slot::pos`].
+const NO_EDGE: u32 = u32::MAX;
+
+/// A registered alert, in one cache line.
+#[derive(Debug)]
+#[repr(align(64))]
+struct Slot {
+    id: Box<str>,
+    /// The trigger's numbers (`[level, level]` or `[lo, hi]`).
+    nums: [f64; 2],
+    band: f64,
+    /// Positions of its edges in the series, by role.
+    pos: [u32; 4],
+    /// Its series, or `u32::MAX` for a free slot.
+    series: u32,
+    kind: Direction,
+    armed: bool,
+    /// Collected in the current update (dedup).
+    mark: bool,
+}
+
+impl Slot {
+    fn trigger(&self) -> Trigger {
+        let [lo, hi] = self.nums;
+        match self.kind {
+            Direction::Above => Trigger::Above(lo),
+            Direction::Below => Trigger::Below(lo),
+            Direction::Enter => Trigger::Enter { lo, hi },
+            Direction::Exit => Trigger::Exit { lo, hi },
+        }
+    }
+
+    fn vacant() -> Slot {
+        Slot {
+            id: "".into(),
+            nums: [0.0; 2],
+            band: 0.0,
+            pos: [NO_EDGE; 4],
+            series: u32::MAX,
+            kind: Direction::Above,
+            armed: true,
+            mark: false,
+        }
+    }
+}
+
+#[derive(Debug)]
+struct Field {
+    name: Box<str>,
+    keys: KeyIndex,
+}
+
+/// Standing level alerts with hysteresis (LANGUAGE.md §4, plus bands: see
+/// the crate docs for the exact semantics and the cost model).
+///
+/// # Examples
+/// ```
+/// use cep_core::Value;
+/// use cep_index::{Alert, AlertState, LevelIndex};
+///
+/// let mut idx = LevelIndex::new();
+/// idx.add(Alert::above("a17", Value::Int(7), "price", 10100.0, 5.0)).unwrap();
+/// let price = idx.field("price").unwrap();
+/// let mut fired = Vec::new();
+/// for (row, p) in [10000, 10120, 10130, 10098, 10110, 10090, 10105].into_iter().enumerate() {
+///     idx.update(price, Value::Int(7), Value::Int(p), row as i64, row as u64, |f| fired.push(f.row));
+/// }
+/// assert_eq!(fired, [1, 6]); // re-armed by 10090 (<= 10095), so 10105 crosses again
+/// assert_eq!(idx.state("a17"), Some(AlertState::Disarmed));
+/// ```
+#[derive(Debug, Default)]
+pub struct LevelIndex {
+    slots: Vec<Slot>,
+    free: Vec<u32>,
+    ids: HashTable<u32>,
+    hasher: RandomState,
+    fields: Vec<Field>,
+    /// Per series (key and field): the part every value touches…
+    heads: Vec<Head>,
+    /// …and the part a value crossing a live edge touches.
+    edges: Vec<Edges>,
+    /// Edges collected by an update, then the alerts they belong to.
+    scratch: Vec<u32>,
+    fired: Vec<u32>,
+}
+
+impl LevelIndex {
+    /// An empty index.
+    pub fn new() -> LevelIndex {
+        LevelIndex::default()
+    }
+
+    /// Number of alerts.
+    pub fn len(&self) -> usize {
+        self.ids.len()
+    }
+
+    /// Whether there are no alerts.
+    pub fn is_empty(&self) -> bool {
+        self.ids.is_empty()
+    }
+
+    /// The fields that have (or had) alerts, with their handles.
+    pub fn fields(&self) -> impl Iterator<Item = (FieldRef, &str)> {
+        self.fields.iter().enumerate().map(|(i, f)| (FieldRef(i as u32), &*f.name))
+    }
+
+    /// The handle of a field that has (or had) alerts.
+    pub fn field(&self, name: &str) -> Option<FieldRef> {
+        self.fields.iter().position(|f| &*f.name == name).map(|i| FieldRef(i as u32))
+    }
+
+    fn find(&self, id: &str) -> Option<u32> {
+        self.find_hashed(self.hasher.hash_one(id), id)
+    }
+
+    fn find_hashed(&self, h: u64, id: &str) -> Option<u32> {
+        self.ids.find(h, |&s| &*self.slots[s as usize].id == id).copied()
+    }
+
+    /// The state of an alert; `None` for an unknown id.
+    pub fn state(&self, id: &str) -> Option<AlertState> {
+        let s = &self.slots[self.find(id)? as usize];
+        Some(if s.armed { AlertState::Armed } else { AlertState::Disarmed })
+    }
+
+    /// Registers an alert, armed. It sees values from now on; its key's
+    /// previous value (if the index tracked one) counts as `prev`.
+    ///
+    /// Cost: O(s log s) for the s edges of its key and field (the series is
+    /// re-sorted); register many at once with [`add_all`](Self::add_all).
+    pub fn add(&mut self, alert: Alert) -> Result<(), AlertError> {
+        self.add_all([alert])
+    }
+
+    /// Registers many alerts at once, each series sorted once. All or
+    /// nothing: on an error (a bad number, an id taken or repeated) none is
+    /// added.
+    ///
+    /// # Examples
+    /// ```
+    /// use cep_core::Value;
+    /// use cep_index::{Alert, AlertError, LevelIndex};
+    /// let mut idx = LevelIndex::new();
+    /// let alerts = (0..1000).map(|i| Alert::above(format!("a{i}"), Value::Int(i % 10), "price", i as f64, 1.0));
+    /// idx.add_all(alerts).unwrap();
+    /// assert_eq!(idx.len(), 1000);
+    /// let again = idx.add_all([Alert::below("new", Value::Int(1), "price", 5.0, 0.0),
+    ///                          Alert::below("a3", Value::Int(1), "price", 5.0, 0.0)]);
+    /// assert_eq!(again, Err(AlertError::DuplicateId("a3".into())));
+    /// assert_eq!(idx.len(), 1000);
+    /// ```
+    pub fn add_all(&mut self, alerts: impl IntoIterator<Item = Alert>) -> Result<(), AlertError> {
+        let alerts: Vec<Alert> = alerts.into_iter().collect();
+        let hashes: Vec<u64> = alerts.iter().map(|a| self.hasher.hash_one(a.id.as_str())).collect();
+        let mut batch: HashTable<usize> = HashTable::with_capacity(alerts.len());
+        for (i, a) in alerts.iter().enumerate() {
+            a.validate()?;
+            let h = hashes[i];
+            if self.find_hashed(h, &a.id).is_some() || batch.find(h, |&j| alerts[j].id == a.id).is_some() {
+                return Err(AlertError::DuplicateId(a.id.clone()));
+            }
+            batch.insert_unique(h, i, |&j| hashes[j]);
+        }
+        drop(batch);
+        let hasher = &self.hasher;
+        let slots = &self.slots;
+        self.ids.reserve(alerts.len(), |&s| hasher.hash_one(&*slots[s as usize].id));
+        let mut dirty = Vec::new();
+        for (a, h) in alerts.into_iter().zip(hashes) {
+            let sid = self.series_of(&a.field, a.key);
+            let slot = match self.free.pop() {
+                Some(s) => s,
+                None => {
+                    self.slots.push(Slot::vacant());
+                    u32::try_from(self.slots.len() - 1).expect("fewer than 2^30 alerts")
+                }
+            };
+            assert!(slot < 1 << 30, "an index holds fewer than 2^30 alerts");
+            let (fire, nf, rearm, nr) = a.trigger.edges(a.band);
+            let e = &mut self.edges[sid as usize];
+            for (i, &x) in fire[..nf].iter().enumerate() {
+                e.keys.push(order_key(x));
+                e.refs.push(slot << 2 | FIRE_ROLES[i]);
+            }
+            for (i, &x) in rearm[..nr].iter().enumerate() {
+                e.keys.push(order_key(x));
+                e.refs.push(slot << 2 | REARM_ROLES[i]);
+            }
+            let nums = match a.trigger {
+                Trigger::Above(l) | Trigger::Below(l) => [l, l],
+                Trigger::Enter { lo, hi } | Trigger::Exit { lo, hi } => [lo, hi],
+            };
+            self.slots[slot as usize] = Slot {
+                id: a.id.into_boxed_str(),
+                nums,
+                band: a.band,
+                pos: [NO_EDGE; 4],
+                series: sid,
+                kind: a.trigger.direction(),
+                armed: true,
+                mark: false,
+            };
+            let slots = &self.slots;
+            self.ids.insert_unique(h, slot, |&s| self.hasher.hash_one(&*slots[s as usize].id));
+            dirty.push(sid);
+        }
+        dirty.sort_unstable();
+        dirty.dedup();
+        for sid in dirty {
+            self.rebuild(sid);
+        }
+        Ok(())
+    }
+
+    /// Removes an alert; false when there was none with this id. Cost:
+    /// O(s) for the s edges of its key and field.
+    pub fn remove(&mut self, id: &str) -> bool {
+        let h = self.hasher.hash_one(id);
+        let slots = &self.slots;
+        let Ok(entry) = self.ids.find_entry(h, |&s| &*slots[s as usize].id == id) else { return false };
+        let (slot, _) = entry.remove();
+        let s = &mut self.slots[slot as usize];
+        let sid = std::mem::replace(&mut s.series, u32::MAX);
+        s.id = "".into();
+        let e = &mut self.edges[sid as usize];
+        let mut keep = 0;
+        for i in 0..e.refs.len() {
+            if e.refs[i] >> 2 != slot {
+                e.refs[keep] = e.refs[i];
+                e.keys[keep] = e.keys[i];
+                keep += 1;
+            }
+        }
+        e.refs.truncate(keep);
+        e.keys.truncate(keep);
+        self.free.push(slot);
+        self.rebuild(sid);
+        true
+    }
+
+    /// The series of `key` and `field`, created empty if new.
+    fn series_of(&mut self, field: &str, key: Value) -> u32 {
+        let f = match self.field(field) {
+            Some(f) => f.0 as usize,
+            None => {
+                self.fields.push(Field { name: field.into(), keys: KeyIndex::default() });
+                self.fields.len() - 1
+            }
+        };
+        Self::series_in(&mut self.fields[f], &mut self.heads, &mut self.edges, key)
+    }
+
+    #[inline]
+    fn series_in(field: &mut Field, heads: &mut Vec<Head>, edges: &mut Vec<Edges>, key: Value) -> u32 {
+        if let Some(s) = field.keys.get(&key) {
+            return s;
+        }
+        let s = u32::try_from(heads.len()).ok().filter(|&s| s < u32::MAX).expect("fewer than 2^32 series");
+        heads.push(Head::default());
+        edges.push(Edges::default());
+        field.keys.insert(key, s);
+        s
+    }
+
+    /// Re-sorts a series after its edges changed and tells every alert of
+    /// it where its edges now are.
+    fn rebuild(&mut self, sid: u32) {
+        let slots = &mut self.slots;
+        let e = &mut self.edges[sid as usize];
+        e.rebuild(&mut self.heads[sid as usize], |r| {
+            let s = &slots[(r >> 2) as usize];
+            if r & 3 < 2 { s.armed } else { !s.armed }
+        });
+        for (i, &r) in e.refs.iter().enumerate() {
+            slots[(r >> 2) as usize].pos[(r & 3) as usize] = i as u32;
+        }
+    }
+
+    /// Feeds a new value of `field` for `key` (by field name; see
+    /// [`update`](Self::update) for the details). A field without alerts is
+    /// ignored.
+    #[allow(clippy::too_many_arguments)]
+    pub fn update_named(
+        &mut self,
+        field: &str,
+        key: Value,
+        value: Value,
+        ts: Timestamp,
+        row: u64,
+        fire: impl FnMut(&Fire<'_>),
+    ) {
+        if let Some(f) = self.field(field) {
+            self.update(f, key, value, ts, row, fire);
+        }
+    }
+
+    /// Feeds a new value of `field` for `key`; calls `fire` for every alert
+    /// that fires, in the order the value passes them (ascending levels when
+    /// it rises, descending when it falls; alerts on the same point in the
+    /// order they were added). NULL, non-numeric and NaN values are ignored
+    /// (they are not a key's `prev` either).
+    ///
+    /// Cost: O(log d) to move the key's cursor d edges, plus O(log₆₄ s) per
+    /// alert that changes state (fires or re-arms) and per band alert whose
+    /// edges the value jumps over.
+    pub fn update(
+        &mut self,
+        field: FieldRef,
+        key: Value,
+        value: Value,
+        ts: Timestamp,
+        row: u64,
+        mut fire: impl FnMut(&Fire<'_>),
+    ) {
+        let Some(v) = value.as_f64().filter(|v| !v.is_nan()) else { return };
+        let sid = Self::series_in(&mut self.fields[field.0 as usize], &mut self.heads, &mut self.edges, key);
+        let head = &mut self.heads[sid as usize];
+        let kv = order_key(v);
+        let Some(prev) = head.step_to(v, kv) else { return };
+        let e = &mut self.edges[sid as usize];
+        let (start, end, falling) = e.range(head, prev, kv);
+        // Collect the live edges in the range, in the order the value passes them.
+        let edges = &mut self.scratch;
+        edges.clear();
+        let mut i = start;
+        while let Some(x) = e.live.next_from(i).filter(|&x| x < end) {
+            edges.push(x as u32);
+            i = x + 1;
+        }
+        if falling {
+            edges.reverse();
+            // Keep alerts on one point in the order they were added.
+            let mut a = 0;
+            while a < edges.len() {
+                let k = e.keys[edges[a] as usize];
+                let b = a + edges[a..].iter().take_while(|&&x| e.keys[x as usize] == k).count();
+                edges[a..b].reverse();
+                a = b;
+            }
+        }
+        // Each alert once (by its first edge), then its state machine.
+        let slots = &mut self.slots;
+        let mut n = 0;
+        for j in 0..edges.len() {
+            let slot = e.refs[edges[j] as usize] >> 2;
+            let a = &mut slots[slot as usize];
+            if !a.mark {
+                a.mark = true;
+                edges[n] = slot;
+                n += 1;
+            }
+        }
+        edges.truncate(n);
+        self.fired.clear();
+        for &slot in edges.iter() {
+            let a = &mut slots[slot as usize];
+            a.mark = false;
+            let (armed, fired) = step(a.trigger(), a.band, a.armed, Some(prev), v);
+            if armed != a.armed {
+                a.armed = armed;
+                for (role, &p) in a.pos.iter().enumerate() {
+                    if p == NO_EDGE {
+                        continue;
+                    }
+                    let live = if role < 2 { armed } else { !armed };
+                    if live { e.live.set(p as usize) } else { e.live.clear(p as usize) }
+                }
+            }
+            if fired {
+                self.fired.push(slot);
+            }
+        }
+        e.settle(head);
+        for &slot in &self.fired {
+            let a = &slots[slot as usize];
+            fire(&Fire { id: &a.id, key, ts, row, value, direction: a.kind });
+        }
+    }
+
+    /// Approximate heap bytes held (alerts, ids, edges, keys), for
+    /// "bytes per standing alert".
+    pub fn heap_bytes(&self) -> usize {
+        let slots = self.slots.capacity() * std::mem::size_of::<Slot>()
+            + self.slots.iter().map(|s| s.id.len()).sum::<usize>()
+            + self.free.capacity() * 4;
+        let ids = self.ids.capacity() * 5;
+        let series = self.heads.capacity() * std::mem::size_of::<Head>()
+            + self.edges.capacity() * std::mem::size_of::<Edges>()
+            + self.edges.iter().map(Edges::heap_bytes).sum::<usize>();
+        let keys = self.fields.iter().map(|f| f.keys.heap_bytes()).sum::<usize>();
+        slots + ids + series + keys
+    }
+}
