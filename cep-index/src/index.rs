@@ -8,7 +8,7 @@ use hashbrown::HashTable;
 
 use crate::alert::{Alert, AlertError, AlertState, Direction, Fire, Trigger, step};
 use crate::order::order_key;
-use crate::series::{Edges, FIRE_ROLES, Head, REARM_ROLES};
+use crate::series::{FIRE_ROLES, REARM_ROLES, Series};
 
 /// A field that has alerts, by number (see [`LevelIndex::field`]).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
@@ -91,10 +91,10 @@ pub struct LevelIndex {
     ids: HashTable<u32>,
     hasher: RandomState,
     fields: Vec<Field>,
-    /// Per series (key and field): the part every value touches…
-    heads: Vec<Head>,
-    /// …and the part a value crossing a live edge touches.
-    edges: Vec<Edges>,
+    /// Per key and field.
+    series: Vec<Series>,
+    /// Edges being rebuilt.
+    pairs: Vec<(u64, u32)>,
     /// Edges collected by an update, then the alerts they belong to.
     scratch: Vec<u32>,
     fired: Vec<u32>,
@@ -182,7 +182,8 @@ impl LevelIndex {
         let hasher = &self.hasher;
         let slots = &self.slots;
         self.ids.reserve(alerts.len(), |&s| hasher.hash_one(&*slots[s as usize].id));
-        let mut dirty = Vec::new();
+        // New edges by series, merged into each series once at the end.
+        let mut pending: Vec<(u32, u64, u32)> = Vec::new();
         for (a, h) in alerts.into_iter().zip(hashes) {
             let sid = self.series_of(&a.field, a.key);
             let slot = match self.free.pop() {
@@ -194,14 +195,11 @@ impl LevelIndex {
             };
             assert!(slot < 1 << 30, "an index holds fewer than 2^30 alerts");
             let (fire, nf, rearm, nr) = a.trigger.edges(a.band);
-            let e = &mut self.edges[sid as usize];
             for (i, &x) in fire[..nf].iter().enumerate() {
-                e.keys.push(order_key(x));
-                e.refs.push(slot << 2 | FIRE_ROLES[i]);
+                pending.push((sid, order_key(x), slot << 2 | FIRE_ROLES[i]));
             }
             for (i, &x) in rearm[..nr].iter().enumerate() {
-                e.keys.push(order_key(x));
-                e.refs.push(slot << 2 | REARM_ROLES[i]);
+                pending.push((sid, order_key(x), slot << 2 | REARM_ROLES[i]));
             }
             let nums = match a.trigger {
                 Trigger::Above(l) | Trigger::Below(l) => [l, l],
@@ -219,12 +217,16 @@ impl LevelIndex {
             };
             let slots = &self.slots;
             self.ids.insert_unique(h, slot, |&s| self.hasher.hash_one(&*slots[s as usize].id));
-            dirty.push(sid);
         }
-        dirty.sort_unstable();
-        dirty.dedup();
-        for sid in dirty {
-            self.rebuild(sid);
+        pending.sort_unstable_by_key(|p| p.0);
+        for group in pending.chunk_by(|a, b| a.0 == b.0) {
+            let sid = group[0].0;
+            let mut pairs = std::mem::take(&mut self.pairs);
+            pairs.clear();
+            self.series[sid as usize].edges_into(&mut pairs);
+            pairs.extend(group.iter().map(|p| (p.1, p.2)));
+            self.rebuild(sid, &mut pairs);
+            self.pairs = pairs;
         }
         Ok(())
     }
@@ -239,19 +241,13 @@ impl LevelIndex {
         let s = &mut self.slots[slot as usize];
         let sid = std::mem::replace(&mut s.series, u32::MAX);
         s.id = "".into();
-        let e = &mut self.edges[sid as usize];
-        let mut keep = 0;
-        for i in 0..e.refs.len() {
-            if e.refs[i] >> 2 != slot {
-                e.refs[keep] = e.refs[i];
-                e.keys[keep] = e.keys[i];
-                keep += 1;
-            }
-        }
-        e.refs.truncate(keep);
-        e.keys.truncate(keep);
+        let mut pairs = std::mem::take(&mut self.pairs);
+        pairs.clear();
+        self.series[sid as usize].edges_into(&mut pairs);
+        pairs.retain(|p| p.1 >> 2 != slot);
+        self.rebuild(sid, &mut pairs);
+        self.pairs = pairs;
         self.free.push(slot);
-        self.rebuild(sid);
         true
     }
 
@@ -264,31 +260,30 @@ impl LevelIndex {
                 self.fields.len() - 1
             }
         };
-        Self::series_in(&mut self.fields[f], &mut self.heads, &mut self.edges, key)
+        Self::series_in(&mut self.fields[f], &mut self.series, key)
     }
 
     #[inline]
-    fn series_in(field: &mut Field, heads: &mut Vec<Head>, edges: &mut Vec<Edges>, key: Value) -> u32 {
+    fn series_in(field: &mut Field, series: &mut Vec<Series>, key: Value) -> u32 {
         if let Some(s) = field.keys.get(&key) {
             return s;
         }
-        let s = u32::try_from(heads.len()).ok().filter(|&s| s < u32::MAX).expect("fewer than 2^32 series");
-        heads.push(Head::default());
-        edges.push(Edges::default());
+        let s = u32::try_from(series.len()).ok().filter(|&s| s < u32::MAX).expect("fewer than 2^32 series");
+        series.push(Series::default());
         field.keys.insert(key, s);
         s
     }
 
-    /// Re-sorts a series after its edges changed and tells every alert of
-    /// it where its edges now are.
-    fn rebuild(&mut self, sid: u32) {
+    /// Gives a series the edges `pairs` (sorted here) and tells every alert
+    /// of it where its edges now are.
+    fn rebuild(&mut self, sid: u32, pairs: &mut [(u64, u32)]) {
         let slots = &mut self.slots;
-        let e = &mut self.edges[sid as usize];
-        e.rebuild(&mut self.heads[sid as usize], |r| {
+        let series = &mut self.series[sid as usize];
+        series.rebuild(pairs, |r| {
             let s = &slots[(r >> 2) as usize];
             if r & 3 < 2 { s.armed } else { !s.armed }
         });
-        for (i, &r) in e.refs.iter().enumerate() {
+        for (i, &(_, r)) in pairs.iter().enumerate() {
             slots[(r >> 2) as usize].pos[(r & 3) as usize] = i as u32;
         }
     }
@@ -330,27 +325,27 @@ impl LevelIndex {
         mut fire: impl FnMut(&Fire<'_>),
     ) {
         let Some(v) = value.as_f64().filter(|v| !v.is_nan()) else { return };
-        let sid = Self::series_in(&mut self.fields[field.0 as usize], &mut self.heads, &mut self.edges, key);
-        let head = &mut self.heads[sid as usize];
+        let sid = Self::series_in(&mut self.fields[field.0 as usize], &mut self.series, key);
+        let e = &mut self.series[sid as usize];
         let kv = order_key(v);
-        let Some(prev) = head.step_to(v, kv) else { return };
-        let e = &mut self.edges[sid as usize];
-        let (start, end, falling) = e.range(head, prev, kv);
+        let Some(prev) = e.step_to(v, kv) else { return };
+        let (start, end, falling) = e.range(prev, kv);
         // Collect the live edges in the range, in the order the value passes them.
         let edges = &mut self.scratch;
         edges.clear();
         let mut i = start;
-        while let Some(x) = e.live.next_from(i).filter(|&x| x < end) {
+        while let Some(x) = e.next_live(i, end) {
             edges.push(x as u32);
             i = x + 1;
         }
         if falling {
             edges.reverse();
             // Keep alerts on one point in the order they were added.
+            let keys = e.keys();
             let mut a = 0;
             while a < edges.len() {
-                let k = e.keys[edges[a] as usize];
-                let b = a + edges[a..].iter().take_while(|&&x| e.keys[x as usize] == k).count();
+                let k = keys[edges[a] as usize];
+                let b = a + edges[a..].iter().take_while(|&&x| keys[x as usize] == k).count();
                 edges[a..b].reverse();
                 a = b;
             }
@@ -359,7 +354,7 @@ impl LevelIndex {
         let slots = &mut self.slots;
         let mut n = 0;
         for j in 0..edges.len() {
-            let slot = e.refs[edges[j] as usize] >> 2;
+            let slot = e.reference(edges[j] as usize) >> 2;
             let a = &mut slots[slot as usize];
             if !a.mark {
                 a.mark = true;
@@ -379,15 +374,14 @@ impl LevelIndex {
                     if p == NO_EDGE {
                         continue;
                     }
-                    let live = if role < 2 { armed } else { !armed };
-                    if live { e.live.set(p as usize) } else { e.live.clear(p as usize) }
+                    e.set_live(p as usize, if role < 2 { armed } else { !armed });
                 }
             }
             if fired {
                 self.fired.push(slot);
             }
         }
-        e.settle(head);
+        e.settle();
         for &slot in &self.fired {
             let a = &slots[slot as usize];
             fire(&Fire { id: &a.id, key, ts, row, value, direction: a.kind });
@@ -401,9 +395,8 @@ impl LevelIndex {
             + self.slots.iter().map(|s| s.id.len()).sum::<usize>()
             + self.free.capacity() * 4;
         let ids = self.ids.capacity() * 5;
-        let series = self.heads.capacity() * std::mem::size_of::<Head>()
-            + self.edges.capacity() * std::mem::size_of::<Edges>()
-            + self.edges.iter().map(Edges::heap_bytes).sum::<usize>();
+        let series = self.series.capacity() * std::mem::size_of::<Series>()
+            + self.series.iter().map(Series::heap_bytes).sum::<usize>();
         let keys = self.fields.iter().map(|f| f.keys.heap_bytes()).sum::<usize>();
         slots + ids + series + keys
     }

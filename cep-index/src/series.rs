@@ -1,8 +1,8 @@
-//! A series: the alerts of one key and field as sorted edge points ([`Edges`])
-//! with live bits marking the edges that can change an alert's state now, and
-//! a small [`Head`] with the last value and the nearest live edges around it.
+//! [`Series`]: the alerts of one key and field as sorted edge points, with
+//! live bits marking the edges that can change an alert's state now, and the
+//! last value with the nearest live edges around it.
 
-use crate::bits::Bits;
+use crate::bits;
 use crate::order::order_key;
 
 /// Roles of an edge (the low two bits of a reference): fire edges are live
@@ -10,12 +10,17 @@ use crate::order::order_key;
 pub(crate) const FIRE_ROLES: [u32; 2] = [0, 1];
 pub(crate) const REARM_ROLES: [u32; 2] = [2, 3];
 
-/// The part of a series every value touches: the last value and the
-/// nearest live edges around it. A value that crosses no live edge (most of
-/// them, when values move little) reads and writes this and nothing else.
-#[derive(Clone, Copy, Debug)]
-#[repr(align(32))]
-pub(crate) struct Head {
+/// One key's field: its alerts' edges and the state every value touches,
+/// in one cache line plus one block of words.
+///
+/// A value reads the line first: the last value and the nearest live edges
+/// around it. One that crosses no live edge (most of them, when values move
+/// little) touches nothing else. The block holds the edge keys (ascending,
+/// ties by reference), then the references (`slot << 2 | role`, two per
+/// word), then the live bits.
+#[derive(Debug)]
+#[repr(align(64))]
+pub(crate) struct Series {
     /// The last value (NaN before the first).
     pub(crate) last: f64,
     /// Key of the largest live edge `<= last` (0 if none: no order key is 0).
@@ -24,15 +29,18 @@ pub(crate) struct Head {
     hi_live: u64,
     /// A hint: the number of edges below the last value when last computed.
     cursor: u32,
+    /// Number of edges.
+    len: u32,
+    data: Box<[u64]>,
 }
 
-impl Default for Head {
-    fn default() -> Head {
-        Head { last: f64::NAN, lo_live: 0, hi_live: u64::MAX, cursor: 0 }
+impl Default for Series {
+    fn default() -> Series {
+        Series { last: f64::NAN, lo_live: 0, hi_live: u64::MAX, cursor: 0, len: 0, data: Box::new([]) }
     }
 }
 
-impl Head {
+impl Series {
     /// Records value `v` (order key `kv`). Returns `None` when no live edge
     /// lies between the last value and `v` (nothing can change), else the
     /// previous value (NaN for the first).
@@ -46,55 +54,76 @@ impl Head {
         let quiet = if kv >= kp { self.hi_live > kv } else { self.lo_live < kv };
         if quiet { None } else { Some(prev) }
     }
-}
 
-/// The edges of one key's field.
-#[derive(Debug)]
-pub(crate) struct Edges {
-    /// Edge points (order keys), ascending; ties by reference.
-    pub(crate) keys: Vec<u64>,
-    /// `slot << 2 | role` per edge.
-    pub(crate) refs: Vec<u32>,
-    /// Which edges are live.
-    pub(crate) live: Bits,
-}
-
-impl Default for Edges {
-    fn default() -> Edges {
-        Edges { keys: Vec::new(), refs: Vec::new(), live: Bits::new(0) }
+    /// Number of edges.
+    #[inline]
+    pub(crate) fn len(&self) -> usize {
+        self.len as usize
     }
-}
 
-impl Edges {
-    /// Re-sorts the edges after edges were pushed or removed, taking each
-    /// edge's liveness from `is_live(reference)`, and refreshes `head`.
-    pub(crate) fn rebuild(&mut self, head: &mut Head, is_live: impl Fn(u32) -> bool) {
-        let mut pairs: Vec<(u64, u32)> = self.keys.iter().copied().zip(self.refs.iter().copied()).collect();
-        pairs.sort_unstable();
-        self.keys.clear();
-        self.refs.clear();
-        self.keys.extend(pairs.iter().map(|p| p.0));
-        self.refs.extend(pairs.iter().map(|p| p.1));
-        self.keys.shrink_to_fit();
-        self.refs.shrink_to_fit();
-        self.live = Bits::new(self.keys.len());
-        for (i, &r) in self.refs.iter().enumerate() {
-            if is_live(r) {
-                self.live.set(i);
+    /// The edge keys.
+    #[inline]
+    pub(crate) fn keys(&self) -> &[u64] {
+        &self.data[..self.len()]
+    }
+
+    /// The reference of edge `i`.
+    #[inline]
+    pub(crate) fn reference(&self, i: usize) -> u32 {
+        (self.data[self.len() + i / 2] >> (32 * (i % 2))) as u32
+    }
+
+    fn bits_at(&self) -> usize {
+        self.len() + self.len().div_ceil(2)
+    }
+
+    /// The first live edge in `from..end`.
+    #[inline]
+    pub(crate) fn next_live(&self, from: usize, end: usize) -> Option<usize> {
+        bits::next_from(&self.data[self.bits_at()..], self.len(), from).filter(|&i| i < end)
+    }
+
+    /// Marks edge `i` live or not.
+    #[inline]
+    pub(crate) fn set_live(&mut self, i: usize, live: bool) {
+        let (at, n) = (self.bits_at(), self.len());
+        let w = &mut self.data[at..];
+        if live { bits::set(w, n, i) } else { bits::clear(w, n, i) }
+    }
+
+    /// Appends the edges, `(key, reference)`, to `out`.
+    pub(crate) fn edges_into(&self, out: &mut Vec<(u64, u32)>) {
+        out.extend(self.keys().iter().enumerate().map(|(i, &k)| (k, self.reference(i))));
+    }
+
+    /// Replaces the edges with `edges` (sorted here), taking each edge's
+    /// liveness from `is_live(reference)`, and settles.
+    pub(crate) fn rebuild(&mut self, edges: &mut [(u64, u32)], is_live: impl Fn(u32) -> bool) {
+        edges.sort_unstable();
+        let n = edges.len();
+        self.len = u32::try_from(n).expect("fewer than 2^32 edges in a series");
+        let mut data = Vec::with_capacity(n + n.div_ceil(2) + bits::words(n));
+        data.extend(edges.iter().map(|e| e.0));
+        data.extend(edges.chunks(2).map(|p| u64::from(p[0].1) | p.get(1).map_or(0, |q| u64::from(q.1) << 32)));
+        data.resize(data.capacity(), 0);
+        self.data = data.into_boxed_slice();
+        for (i, e) in edges.iter().enumerate() {
+            if is_live(e.1) {
+                self.set_live(i, true);
             }
         }
-        self.settle(head);
+        self.settle();
     }
 
     /// The edges in the closed interval between `prev` and `v` (none when
     /// `prev` is NaN), as an index range, and whether the value fell.
     #[inline]
-    pub(crate) fn range(&self, head: &Head, prev: f64, kv: u64) -> (usize, usize, bool) {
+    pub(crate) fn range(&self, prev: f64, kv: u64) -> (usize, usize, bool) {
         if prev.is_nan() {
             return (0, 0, false);
         }
         let kp = order_key(prev);
-        let (c, keys) = (head.cursor as usize, &self.keys[..]);
+        let (c, keys) = (self.cursor as usize, self.keys());
         if kv >= kp {
             (partition_near(keys, c, |x| x < kp), partition_near(keys, c, |x| x <= kv), false)
         } else {
@@ -102,25 +131,27 @@ impl Edges {
         }
     }
 
-    /// Points `head` at its last value again: the cursor, and the nearest
-    /// live edges (after the live bits changed).
-    pub(crate) fn settle(&self, head: &mut Head) {
-        if head.last.is_nan() {
-            *head = Head::default();
+    /// Points the cursor and the nearest live edges at the last value again
+    /// (after the live bits changed).
+    pub(crate) fn settle(&mut self) {
+        if self.last.is_nan() {
+            (self.lo_live, self.hi_live, self.cursor) = (0, u64::MAX, 0);
             return;
         }
-        let k = order_key(head.last);
-        let keys = &self.keys[..];
-        let below = partition_near(keys, head.cursor as usize, |x| x < k);
+        let k = order_key(self.last);
+        let keys = self.keys();
+        let below = partition_near(keys, self.cursor as usize, |x| x < k);
         let upto = partition_near(keys, below, |x| x <= k);
-        head.cursor = below as u32;
-        head.hi_live = self.live.next_from(below).map_or(u64::MAX, |i| keys[i]);
-        head.lo_live = self.live.prev_before(upto).map_or(0, |i| keys[i]);
+        let w = &self.data[self.bits_at()..];
+        let n = self.len();
+        let hi = bits::next_from(w, n, below).map_or(u64::MAX, |i| keys[i]);
+        let lo = bits::prev_before(w, n, upto).map_or(0, |i| keys[i]);
+        (self.lo_live, self.hi_live, self.cursor) = (lo, hi, below as u32);
     }
 
     /// Heap bytes held.
     pub(crate) fn heap_bytes(&self) -> usize {
-        self.keys.capacity() * 8 + self.refs.capacity() * 4 + self.live.heap_bytes()
+        self.data.len() * 8
     }
 }
 
