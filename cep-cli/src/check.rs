@@ -23,11 +23,15 @@ pub struct CheckArgs {
     /// Unit of the `ts` column.
     #[arg(long, value_name = "ms|us|ns|s", default_value = "ms")]
     time_unit: String,
+    /// Show the plan for this engine: auto, run or stack.
+    #[arg(long, value_name = "auto|run|stack", default_value = "auto")]
+    engine: String,
 }
 
 /// Runs `cep check`.
 pub fn check(args: CheckArgs) -> Result<(), Failure> {
     let unit = time_unit(&args.time_unit)?;
+    let (choice, _) = crate::run::engine_options(&args.engine, "per-event")?;
     let mut schema = match &args.events {
         None => Schema::new(),
         Some(path) => {
@@ -40,7 +44,11 @@ pub fn check(args: CheckArgs) -> Result<(), Failure> {
     };
     let (_, compiled) = compile_query(&args.query, &mut schema, unit)?;
     for p in &compiled.programs {
-        print!("{}", cep_nfa::compile::plan::render(p));
+        print!("{}", cep_nfa::compile::plan::render_with(p, choice));
+    }
+    // A forced engine that cannot run a query is an error, as in `cep run`.
+    for p in &compiled.programs {
+        cep_nfa::select::explain(p, choice).map_err(|e| Failure::bad_input(format!("error: {e}")))?;
     }
     Ok(())
 }

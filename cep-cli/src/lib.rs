@@ -20,7 +20,7 @@ pub struct Cli {
 #[derive(Debug, Subcommand)]
 enum Command {
     /// Run queries over an event stream and print every match as a JSON line.
-    Run(run::RunArgs),
+    Run(Box<run::RunArgs>),
     /// Parse and compile a query file; print the plan, or the errors.
     Check(check::CheckArgs),
     /// Generate the W1 ticks in memory, run built-in queries, print a summary.
@@ -60,7 +60,7 @@ pub fn main_with(args: impl IntoIterator<Item = String>) -> ExitCode {
         }
     };
     let result = match cli.command {
-        Command::Run(args) => run::run(args),
+        Command::Run(args) => run::run(*args),
         Command::Check(args) => check::check(args),
         Command::Demo(args) => demo::demo(args),
     };

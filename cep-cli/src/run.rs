@@ -8,6 +8,8 @@ use cep_core::time::{DurationUnit, to_ticks};
 use cep_core::{Event, ReadError, ReadErrorKind};
 use cep_index::LevelIndex;
 use cep_index::file::read_alerts;
+use cep_nfa::select::EngineChoice;
+use cep_nfa::stack::Construction;
 use cep_runtime::{JsonLines, LEVEL_KEY_FIELD, PushError, Runner, Summary};
 use cep_time::LatePolicy;
 use clap::Args;
@@ -61,6 +63,28 @@ pub struct RunArgs {
     /// Resume from the newest checkpoint.
     #[arg(long)]
     resume: bool,
+    /// Engine for the queries: auto (the stack engine where a query
+    /// qualifies), run, or stack (an error if a query does not qualify).
+    #[arg(long, value_name = "auto|run|stack", default_value = "auto")]
+    engine: String,
+    /// How the stack engine builds matches: per-event (as each last event
+    /// arrives) or batch (aggregated links, up to one window later).
+    #[arg(long, value_name = "per-event|batch", default_value = "per-event")]
+    construction: String,
+}
+
+/// Parses `--engine` and `--construction`.
+pub(crate) fn engine_options(engine: &str, construction: &str) -> Result<(EngineChoice, Construction), Failure> {
+    let choice = EngineChoice::parse(engine)
+        .ok_or_else(|| Failure::bad_input(format!("unknown --engine `{engine}`: expected auto, run or stack")))?;
+    let construction = match construction {
+        "per-event" => Construction::PerEvent,
+        "batch" => Construction::Batch,
+        other => {
+            return Err(Failure::bad_input(format!("unknown --construction `{other}`: expected per-event or batch")));
+        }
+    };
+    Ok((choice, construction))
 }
 
 /// Runs `cep run`.
@@ -90,6 +114,7 @@ pub fn run(args: RunArgs) -> Result<(), Failure> {
         return Err(Failure::bad_input("run needs --query, --levels or both"));
     }
     let levels = args.levels.as_deref().map(read_levels).transpose()?;
+    let (choice, construction) = engine_options(&args.engine, &args.construction)?;
 
     let idle = args.idle_timeout.as_deref().map(parse_wall).transpose()?;
     let mut input = open_events(&args.events, args.format.as_deref())?;
@@ -103,7 +128,8 @@ pub fn run(args: RunArgs) -> Result<(), Failure> {
         Some(query) => compile_query(query, input.schema_mut(), unit)?.1.programs,
         None => Vec::new(),
     };
-    let mut runner = Runner::new(programs);
+    let mut runner =
+        Runner::with_engines(programs, choice, construction).map_err(|e| Failure::bad_input(format!("error: {e}")))?;
     if let Some(index) = levels {
         warn_unwatched(input.schema(), &index);
         runner.set_levels(index, input.schema_mut());

@@ -163,7 +163,14 @@ impl<E: 'static> PatternBuilder<E> {
     /// Adds a condition on each event considered for `el`.
     pub fn condition(&mut self, el: ElementId, f: impl Fn(&E, &Ctx<'_>) -> bool + Send + Sync + 'static) -> &mut Self {
         let pred: EventPred<E> = Box::new(move |e, frame, regs| f(e, &Ctx { frame, regs }));
-        self.prog.elements[el.0].conds.push(Cond { pred, skip_first: false, text: "(closure)".to_owned() });
+        self.prog.elements[el.0].conds.push(Cond {
+            pred,
+            frame_pred: None,
+            skip_first: false,
+            earliest: Some(0),
+            own_regs: true,
+            text: "(closure)".to_owned(),
+        });
         self
     }
 
@@ -215,7 +222,14 @@ impl<E: 'static> PatternBuilder<E> {
             types: vec!["(closure)".to_owned()],
             after,
             accepts: Box::new(accepts),
-            early: vec![Cond { pred, skip_first: false, text: "(closure)".to_owned() }],
+            early: vec![Cond {
+                pred,
+                frame_pred: None,
+                skip_first: false,
+                earliest: Some(0),
+                own_regs: true,
+                text: "(closure)".to_owned(),
+            }],
             late: Vec::new(),
             deferred: None,
         });
@@ -236,7 +250,14 @@ impl<E: 'static> PatternBuilder<E> {
             var: var.to_owned(),
             types: vec!["(closure)".to_owned()],
             accepts: Box::new(accepts),
-            conds: vec![Cond { pred, skip_first: false, text: "(closure)".to_owned() }],
+            conds: vec![Cond {
+                pred,
+                frame_pred: None,
+                skip_first: false,
+                earliest: Some(0),
+                own_regs: true,
+                text: "(closure)".to_owned(),
+            }],
             quiet,
         });
         self

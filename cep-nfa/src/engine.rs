@@ -1171,7 +1171,7 @@ fn settle<E>(
     pended
 }
 
-fn apply_updates(updates: &[RegUpdate], regs: &mut [Value], frame: &[Value], count_before: u32) {
+pub(crate) fn apply_updates(updates: &[RegUpdate], regs: &mut [Value], frame: &[Value], count_before: u32) {
     for u in updates {
         let r = u.reg as usize;
         match u.op {

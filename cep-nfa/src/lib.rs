@@ -8,4 +8,6 @@ pub mod diag;
 pub mod engine;
 pub mod program;
 pub mod reference;
+pub mod select;
+pub mod stack;
 pub mod syntax;

@@ -35,6 +35,8 @@ pub type EventPred<E> = Box<dyn Fn(&E, &[Value], &[Value]) -> bool + Send + Sync
 pub type FramePred = Box<dyn Fn(&[Value], &[Value]) -> bool + Send + Sync>;
 /// A condition on registers only.
 pub type RegPred = Box<dyn Fn(&[Value]) -> bool + Send + Sync>;
+/// A condition on (frame, registers), shareable.
+pub type SharedFramePred = std::sync::Arc<dyn Fn(&[Value], &[Value]) -> bool + Send + Sync>;
 
 /// Index of a register in a run.
 pub type Reg = u16;
@@ -69,11 +71,37 @@ pub enum SkipTo {
 pub struct Cond<E> {
     /// The test.
     pub pred: EventPred<E>,
+    /// The same test without the event, when it reads only the frame and
+    /// the registers (every condition compiled from text): engines that keep
+    /// frames rather than events can run it after the event has gone.
+    pub frame_pred: Option<SharedFramePred>,
     /// Not checked for the first event of a Kleene element (it reads an
     /// earlier event of the same element).
     pub skip_first: bool,
+    /// The earliest other positive element whose registers it reads, `None`
+    /// when it reads only its candidate (a filter on one variable). Unknown
+    /// (builder closures): `Some(0)`.
+    pub earliest: Option<usize>,
+    /// It reads registers of its own element (`b.LEN`, `b[1].x`, an
+    /// aggregate of `b`), not just the candidate. Unknown: `true`.
+    pub own_regs: bool,
     /// Source text, for plans and messages.
     pub text: String,
+}
+
+impl<E> Cond<E> {
+    /// A condition over (frame, registers) only; `earliest` and `own_regs`
+    /// as the fields.
+    pub fn from_frame(
+        f: SharedFramePred,
+        skip_first: bool,
+        earliest: Option<usize>,
+        own_regs: bool,
+        text: String,
+    ) -> Cond<E> {
+        let g = f.clone();
+        Cond { pred: Box::new(move |_, fr, rg| g(fr, rg)), frame_pred: Some(f), skip_first, earliest, own_regs, text }
+    }
 }
 
 /// A condition over registers only, with its text.

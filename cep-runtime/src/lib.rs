@@ -4,8 +4,10 @@ use std::io::{self, Write};
 
 use cep_core::{Event, FieldId, Match, Schema, Timestamp, Value};
 use cep_index::{FieldRef, Fire, LevelIndex};
-use cep_nfa::engine::{Engine, Stats};
+use cep_nfa::engine::Stats;
 use cep_nfa::program::Program;
+use cep_nfa::select::{EngineChoice, QueryEngine};
+use cep_nfa::stack::Construction;
 use cep_time::{LatePolicy, ReorderBuffer, Watermark};
 
 /// Where matches and fired level alerts go.
@@ -151,7 +153,7 @@ pub struct Summary {
 /// ```
 #[derive(Debug)]
 pub struct Runner {
-    engines: Vec<Engine<Event>>,
+    engines: Vec<QueryEngine<Event>>,
     infos: Vec<QueryInfo>,
     watermark: Watermark,
     late: LatePolicy,
@@ -182,15 +184,30 @@ struct Levels {
 pub const LEVEL_KEY_FIELD: &str = "key";
 
 impl Runner {
-    /// A runner for these programs, dropping late events.
+    /// A runner for these programs, dropping late events; each query runs on
+    /// the engine [`EngineChoice::Auto`] picks (the stack engine builds each
+    /// match when its last event arrives).
     pub fn new(programs: Vec<Program<Event>>) -> Runner {
+        Runner::with_engines(programs, EngineChoice::Auto, Construction::PerEvent).expect("Auto runs every query")
+    }
+
+    /// A runner whose queries run on the engine `choice` gives them, the
+    /// stack engine building matches as `construction` says; an error names
+    /// a query the forced engine cannot run.
+    pub fn with_engines(
+        programs: Vec<Program<Event>>,
+        choice: EngineChoice,
+        construction: Construction,
+    ) -> Result<Runner, String> {
         let infos = programs
             .iter()
             .map(|p| QueryInfo { name: p.name.clone(), vars: p.var_names().iter().map(|s| s.to_string()).collect() })
             .collect();
         let n = programs.len();
-        Runner {
-            engines: programs.into_iter().map(Engine::new).collect(),
+        let engines =
+            programs.into_iter().map(|p| QueryEngine::new(p, choice, construction)).collect::<Result<_, _>>()?;
+        Ok(Runner {
+            engines,
             infos,
             watermark: Watermark::new(0),
             late: LatePolicy::Drop,
@@ -202,7 +219,7 @@ impl Runner {
             ready: Vec::new(),
             spare: Vec::new(),
             levels: None,
-        }
+        })
     }
 
     /// Adds standing level alerts (LANGUAGE.md §4): every event, in event
@@ -297,7 +314,12 @@ impl Runner {
 
     /// Engine statistics per query.
     pub fn engine_stats(&self) -> Vec<Stats> {
-        self.engines.iter().map(Engine::stats).collect()
+        self.engines.iter().map(QueryEngine::stats).collect()
+    }
+
+    /// The engine of each query: `"run"` or `"stack"`.
+    pub fn engine_kinds(&self) -> Vec<&'static str> {
+        self.engines.iter().map(QueryEngine::kind).collect()
     }
 
     /// Processes one event (or, with a delay, holds it until its turn).
@@ -450,7 +472,7 @@ impl Runner {
 /// Hands an engine's final matches to the sink, numbered by query.
 fn emit(
     i: usize,
-    engine: &mut Engine<Event>,
+    engine: &mut QueryEngine<Event>,
     infos: &[QueryInfo],
     summary: &mut Summary,
     sink: &mut impl Sink,

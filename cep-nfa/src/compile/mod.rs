@@ -266,12 +266,7 @@ impl<'a> StatementCompiler<'a> {
                 negations[i].deferred = Some(Deferred { check_after, lo, hi });
             } else {
                 for c in std::mem::take(&mut negations[i].late) {
-                    let f = c.pred;
-                    negations[i].early.push(Cond {
-                        pred: Box::new(move |_, fr, rg| f(fr, rg)),
-                        skip_first: false,
-                        text: c.text,
-                    });
+                    negations[i].early.push(Cond::from_frame(c.pred.into(), false, Some(0), true, c.text));
                 }
             }
         }
@@ -727,7 +722,7 @@ impl<'a> StatementCompiler<'a> {
                 }
                 _ => {
                     let t = trailing.as_mut().expect("trailing var");
-                    t.conds.push(Cond { pred: Box::new(move |_, fr, rg| f(fr, rg)), skip_first: false, text });
+                    t.conds.push(Cond::from_frame(f.into(), false, Some(0), true, text));
                 }
             }
             return;
@@ -741,7 +736,15 @@ impl<'a> StatementCompiler<'a> {
                 return;
             }
             let f = expr::bool_fn(&node);
-            elements[owner].conds.push(Cond { pred: Box::new(move |_, fr, rg| f(fr, rg)), skip_first, text });
+            let earliest = idx
+                .iter()
+                .filter_map(|&i| match self.vars[i].kind {
+                    VarKind::Pos { idx, .. } if idx != owner => Some(idx),
+                    _ => None,
+                })
+                .min();
+            let own_regs = self.reads_own_registers(e, owner);
+            elements[owner].conds.push(Cond::from_frame(f.into(), skip_first, earliest, own_regs, text));
         } else {
             let Some((node, ty)) = self.lower(e, Ctx::Completion(owner)) else { return };
             if !self.is_condition(ty, e.span()) {
@@ -804,6 +807,23 @@ impl<'a> StatementCompiler<'a> {
             _ => {}
         });
         only
+    }
+
+    /// Whether a condition of `owner` reads registers of `owner` (anything
+    /// of it but the candidate's own fields and ts).
+    fn reads_own_registers(&self, e: &Expr, owner: usize) -> bool {
+        let mut reads = false;
+        e.walk(|x| match x {
+            Expr::Ref(r)
+                if self.pos_index(&r.var.name) == Some(owner)
+                    && (!matches!(r.index, Index::None | Index::I) || r.attr == Attr::Len) =>
+            {
+                reads = true
+            }
+            Expr::Agg(_, v, _, _) | Expr::Count(v, _) if self.pos_index(&v.name) == Some(owner) => reads = true,
+            _ => {}
+        });
+        reads
     }
 
     /// Whether a condition of `owner` reads an earlier event of `owner`.

@@ -5,8 +5,14 @@ use std::fmt::Write;
 use crate::program::{Program, SkipTo, Window};
 
 /// Renders the plan of `prog`: elements and their conditions, the NFA's
-/// edges, negations, registers, windows and the engine.
+/// edges, negations, registers, windows and the engine `Auto` picks.
 pub fn render<E>(prog: &Program<E>) -> String {
+    render_with(prog, crate::select::EngineChoice::Auto)
+}
+
+/// [`render`] with the engine `choice` gives (a forced engine that cannot
+/// run the query is named with the reason).
+pub fn render_with<E>(prog: &Program<E>, choice: crate::select::EngineChoice) -> String {
     let win = |w: Option<Window>| match w {
         Some(Window::Time(t)) => format!("{t} ts units"),
         Some(Window::Events(n)) => format!("{n} events"),
@@ -14,7 +20,17 @@ pub fn render<E>(prog: &Program<E>) -> String {
     };
     let mut s = String::new();
     let _ = writeln!(s, "query {}", prog.name);
-    let _ = writeln!(s, "  engine: run (NFA runs over the shared buffer)");
+    match crate::select::explain(prog, choice) {
+        Ok(("run", why)) => {
+            let _ = writeln!(s, "  engine: run (NFA runs over the shared buffer; {why})");
+        }
+        Ok((kind, why)) => {
+            let _ = writeln!(s, "  engine: {kind} ({why})");
+        }
+        Err(why) => {
+            let _ = writeln!(s, "  engine: none ({why})");
+        }
+    }
     let _ = writeln!(s, "  strategy: {}", prog.strategy.name());
     let _ = writeln!(s, "  window: {}", win(prog.window));
     let _ = writeln!(

@@ -1,0 +1,165 @@
+//! Choosing an engine for a query: [`QueryEngine`] runs a program on the run
+//! engine ([`Engine`]) or on the stack engine ([`StackEngine`]) behind one
+//! interface, and [`EngineChoice`] says which.
+//!
+//! `Auto` picks the stack engine when the query qualifies
+//! ([`stack::qualifies`](crate::stack::qualifies): a sequence of
+//! single-event elements under skip-till-any-match, without negation,
+//! `PREV`, element windows, `SELECT` or `AFTER MATCH SKIP`), because there
+//! it builds each match once from the stacks where the run engine keeps one
+//! run per partial match; otherwise the run engine, which runs every query.
+
+use cep_core::{Match, Timestamp};
+
+use crate::engine::{Engine, LateEvent, Stats, StreamEvent};
+use crate::program::Program;
+use crate::stack::{self, Construction, StackEngine};
+
+/// Which engine runs a query.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum EngineChoice {
+    /// The stack engine when the query qualifies, else the run engine.
+    #[default]
+    Auto,
+    /// The run engine.
+    Run,
+    /// The stack engine (an error when the query does not qualify).
+    Stack,
+}
+
+impl EngineChoice {
+    /// Parses `auto`, `run` or `stack`.
+    pub fn parse(s: &str) -> Option<EngineChoice> {
+        match s {
+            "auto" => Some(EngineChoice::Auto),
+            "run" => Some(EngineChoice::Run),
+            "stack" => Some(EngineChoice::Stack),
+            _ => None,
+        }
+    }
+}
+
+/// The engine `choice` gives `prog`, and why (as `cep check` prints it).
+///
+/// # Examples
+/// ```
+/// use cep_core::Schema;
+/// use cep_nfa::compile::{compile, Options};
+/// use cep_nfa::select::{explain, EngineChoice};
+/// let q = "PATTERN SEQ(A a, B b) WHERE skip-till-any-match WITHIN 10";
+/// let p = &compile(q, &mut Schema::new(), &Options::default()).unwrap().programs[0];
+/// assert_eq!(explain(p, EngineChoice::Auto).unwrap().0, "stack");
+/// let q = "PATTERN SEQ(A a, B b) WITHIN 10";
+/// let p = &compile(q, &mut Schema::new(), &Options::default()).unwrap().programs[0];
+/// let (engine, why) = explain(p, EngineChoice::Auto).unwrap();
+/// assert_eq!(engine, "run");
+/// assert!(why.contains("skip-till-next-match"), "{why}");
+/// assert!(explain(p, EngineChoice::Stack).is_err());
+/// ```
+pub fn explain<E>(prog: &Program<E>, choice: EngineChoice) -> Result<(&'static str, String), String> {
+    let qualifies = stack::qualifies(prog);
+    match (choice, qualifies) {
+        (EngineChoice::Run, Ok(())) => Ok(("run", "forced (the stack engine would apply)".into())),
+        (EngineChoice::Run, Err(why)) => Ok(("run", format!("forced (the stack engine does not apply: {why})"))),
+        (_, Ok(())) => Ok((
+            "stack",
+            "a sequence of single events under skip-till-any-match: matches are built from per-element stacks".into(),
+        )),
+        (EngineChoice::Auto, Err(why)) => Ok(("run", format!("the stack engine does not apply: {why}"))),
+        (EngineChoice::Stack, Err(why)) => Err(format!("query `{}` cannot run on the stack engine: {why}", prog.name)),
+    }
+}
+
+/// A query on one of the engines.
+// One per query, so the size difference costs nothing; unboxed, a push
+// reaches either engine without an extra indirection.
+#[allow(clippy::large_enum_variant)]
+#[derive(Debug)]
+pub enum QueryEngine<E> {
+    /// The run engine.
+    Run(Engine<E>),
+    /// The stack engine.
+    Stack(StackEngine<E>),
+}
+
+impl<E: StreamEvent> QueryEngine<E> {
+    /// The engine `choice` gives `prog` (the stack engine builds matches as
+    /// `construction` says), or why the forced one cannot run it.
+    pub fn new(prog: Program<E>, choice: EngineChoice, construction: Construction) -> Result<QueryEngine<E>, String> {
+        let (kind, _) = explain(&prog, choice)?;
+        Ok(match kind {
+            "stack" => QueryEngine::Stack(StackEngine::new(prog, construction)?),
+            _ => QueryEngine::Run(Engine::new(prog)),
+        })
+    }
+
+    /// `"run"` or `"stack"`.
+    pub fn kind(&self) -> &'static str {
+        match self {
+            QueryEngine::Run(_) => "run",
+            QueryEngine::Stack(_) => "stack",
+        }
+    }
+
+    /// The program.
+    pub fn program(&self) -> &Program<E> {
+        match self {
+            QueryEngine::Run(e) => e.program(),
+            QueryEngine::Stack(e) => e.program(),
+        }
+    }
+
+    /// Processes one event (see [`Engine::push`]).
+    #[inline]
+    pub fn push(&mut self, e: &E) -> Result<(), LateEvent> {
+        match self {
+            QueryEngine::Run(x) => x.push(e),
+            QueryEngine::Stack(x) => x.push(e),
+        }
+    }
+
+    /// Moves the watermark (see [`Engine::advance`]).
+    pub fn advance(&mut self, wm: Timestamp) {
+        match self {
+            QueryEngine::Run(x) => x.advance(wm),
+            QueryEngine::Stack(x) => x.advance(wm),
+        }
+    }
+
+    /// Ends the input.
+    pub fn finish(&mut self) {
+        match self {
+            QueryEngine::Run(x) => x.finish(),
+            QueryEngine::Stack(x) => x.finish(),
+        }
+    }
+
+    /// Takes the oldest match not yet taken.
+    #[inline]
+    pub fn pop(&mut self) -> Option<Match> {
+        match self {
+            QueryEngine::Run(x) => x.pop(),
+            QueryEngine::Stack(x) => x.pop(),
+        }
+    }
+
+    /// Counters and gauges; for the stack engine, live stack entries count
+    /// as runs and accepting entries waiting for their batch as pending.
+    pub fn stats(&self) -> Stats {
+        match self {
+            QueryEngine::Run(x) => x.stats(),
+            QueryEngine::Stack(x) => {
+                let s = x.stats();
+                Stats {
+                    events: s.events,
+                    matches: s.matches,
+                    runs: s.entries,
+                    pending: s.pending,
+                    nodes: 0,
+                    partitions: s.partitions,
+                    state_bytes: s.state_bytes,
+                }
+            }
+        }
+    }
+}

@@ -1,0 +1,681 @@
+//! The stack engine (active instance stacks, DESIGN.md §2.3): sequences of
+//! single-event elements under skip-till-any-match, where building the
+//! matches, not finding them, is the cost.
+//!
+//! Per partition there is one stack per element. An event that an element
+//! accepts (its type, and its conditions on the event alone) is pushed on
+//! that element's stack with a *link*: the most recent entry of the previous
+//! stack that came before it. Every entry at or below the link is a valid
+//! predecessor, so the matches ending at an accepting entry are the paths
+//! that follow links downwards. Stacks are in event-time order, so a window
+//! pops old entries from the bottom.
+//!
+//! Conditions between variables are checked while paths are built: a
+//! condition is checked at the earliest element it names (by then every
+//! element it reads is chosen), so a failing prefix is cut at once.
+//!
+//! Two ways to build matches ([`Construction`]):
+//! - **per event** (SASE): when an accepting event arrives, a depth-first
+//!   walk from it enumerates its matches at once;
+//! - **aggregated-link batches**: accepting entries wait; at each batch
+//!   boundary (the window length after the batch began, an explicit
+//!   watermark past it, or the end of the input) consecutive accepting
+//!   entries with the same link form a *cluster*, whose prefix paths are
+//!   enumerated once and combined with every member. A match then comes out
+//!   up to one window length (in event time) after its last event.
+
+use std::collections::VecDeque;
+
+use cep_core::keys::KeyIndex;
+use cep_core::{Match, Timestamp, Value};
+
+use crate::engine::{LateEvent, StreamEvent};
+use crate::program::{FrameSlot, Program, SharedFramePred, Strategy, Window};
+use crate::syntax::ast::{Quant, Selection};
+
+/// How the stack engine builds matches.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Construction {
+    /// A depth-first walk from each accepting event as it arrives.
+    PerEvent,
+    /// Aggregated-link clusters, built in batches at window boundaries.
+    Batch,
+}
+
+/// Why a program cannot run on the stack engine, or `Ok` when it can.
+///
+/// # Examples
+/// ```
+/// use cep_core::Schema;
+/// use cep_nfa::compile::{compile, Options};
+/// use cep_nfa::stack::qualifies;
+/// let q = "PATTERN SEQ(A a, B b, D d) WHERE skip-till-any-match WITHIN 500";
+/// let p = &compile(q, &mut Schema::new(), &Options::default()).unwrap().programs[0];
+/// assert_eq!(qualifies(p), Ok(()));
+/// let q = "PATTERN SEQ(A a, B+ b[], D d) WHERE skip-till-any-match";
+/// let p = &compile(q, &mut Schema::new(), &Options::default()).unwrap().programs[0];
+/// assert_eq!(qualifies(p).unwrap_err(), "element `b` is not a single event (`+`, `*` and `?` need the run engine)");
+/// ```
+pub fn qualifies<E>(prog: &Program<E>) -> Result<(), String> {
+    if prog.strategy != Strategy::AnyMatch {
+        return Err(format!("the strategy is {}, not skip-till-any-match", prog.strategy.name()));
+    }
+    if let Some(e) = prog.elements.iter().find(|e| e.quant != Quant::One) {
+        return Err(format!("element `{}` is not a single event (`+`, `*` and `?` need the run engine)", e.var));
+    }
+    if let Some(n) = prog.negations.first() {
+        return Err(format!("`NOT {}` needs the run engine", n.var));
+    }
+    if let Some(t) = &prog.trailing {
+        return Err(format!("the trailing `NOT {}` needs the run engine", t.var));
+    }
+    if prog.select != Selection::All {
+        return Err("SELECT EARLIEST/LATEST needs the run engine".into());
+    }
+    if prog.skip != crate::program::SkipTo::None {
+        return Err("AFTER MATCH SKIP needs the run engine".into());
+    }
+    if let Some(e) = prog.elements.iter().find(|e| e.within.is_some()) {
+        return Err(format!("the window on element `{}` needs the run engine", e.var));
+    }
+    if prog.history_depth > 0 {
+        return Err("PREV needs the run engine".into());
+    }
+    for e in &prog.elements {
+        for c in e.conds.iter().filter(|c| !c.skip_first) {
+            if c.own_regs {
+                return Err(format!("the condition `{}` reads more of `{}` than the event itself", c.text, e.var));
+            }
+            if c.earliest.is_some() && c.frame_pred.is_none() {
+                return Err(format!("the condition `{}` of `{}` needs the event itself later", c.text, e.var));
+            }
+        }
+    }
+    Ok(())
+}
+
+/// One stack entry.
+#[derive(Clone, Copy, Debug)]
+struct Entry {
+    ts: Timestamp,
+    /// Position in its partition.
+    pos: u64,
+    row: u64,
+    /// Absolute index of the most recent entry of the previous stack before
+    /// this one (`NONE` on the first stack).
+    link: u64,
+}
+
+const NONE: u64 = u64::MAX;
+
+/// One element's stack. Entries are addressed by absolute index (stable
+/// while old entries are popped from the bottom).
+#[derive(Debug, Default)]
+struct Stack {
+    entries: Vec<Entry>,
+    /// Frame values, `width` per entry.
+    frames: Vec<Value>,
+    /// Entries before this are popped (compacted away now and then).
+    start: usize,
+    /// Absolute index of `entries[0]`.
+    offset: u64,
+}
+
+impl Stack {
+    /// Absolute index of the bottom live entry.
+    fn bottom(&self) -> u64 {
+        self.offset + self.start as u64
+    }
+
+    /// One past the absolute index of the top entry.
+    fn end(&self) -> u64 {
+        self.offset + self.entries.len() as u64
+    }
+
+    fn get(&self, abs: u64) -> &Entry {
+        &self.entries[(abs - self.offset) as usize]
+    }
+
+    fn frame(&self, abs: u64, width: usize) -> &[Value] {
+        let i = (abs - self.offset) as usize * width;
+        &self.frames[i..i + width]
+    }
+
+    fn push(&mut self, e: Entry, frame: &[Value]) -> u64 {
+        self.entries.push(e);
+        self.frames.extend_from_slice(frame);
+        self.end() - 1
+    }
+
+    /// Pops entries from the bottom while `old` holds.
+    fn expire(&mut self, width: usize, old: impl Fn(&Entry) -> bool) {
+        while self.start < self.entries.len() && old(&self.entries[self.start]) {
+            self.start += 1;
+        }
+        if self.start > 64 && self.start * 2 > self.entries.len() {
+            self.entries.drain(..self.start);
+            self.frames.drain(..self.start * width);
+            self.offset += self.start as u64;
+            self.start = 0;
+        }
+    }
+
+    fn live(&self) -> usize {
+        self.entries.len() - self.start
+    }
+}
+
+#[derive(Debug)]
+struct Part {
+    key: Value,
+    next_pos: u64,
+    stacks: Vec<Stack>,
+    /// Batch mode: accepting entries not built yet, oldest first.
+    pending: Vec<u64>,
+}
+
+/// Counters of a stack engine.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct StackStats {
+    /// Events pushed (late ones excluded).
+    pub events: u64,
+    /// Matches emitted.
+    pub matches: u64,
+    /// Live stack entries.
+    pub entries: usize,
+    /// Accepting entries waiting for their batch.
+    pub pending: usize,
+    /// Partitions seen.
+    pub partitions: usize,
+    /// Clusters built (one per accepting entry in per-event mode).
+    pub clusters: u64,
+    /// Prefix paths enumerated (shared by a cluster's members).
+    pub prefixes: u64,
+    /// Bytes of live state: entries with their frames.
+    pub state_bytes: usize,
+}
+
+/// The stack engine over a qualifying [`Program`] (see [`qualifies`]).
+///
+/// # Examples
+/// The aggregated-link paper's example (window 9): `a1 b3 a4 d5 b6 d7 d9`
+/// has 7 matches of `SEQ(A, B, D)`; in a batch, `d7` and `d9` share the link
+/// to `b6` and form one cluster.
+/// ```
+/// use cep_core::{Event, Schema, Sym};
+/// use cep_nfa::compile::{compile, Options};
+/// use cep_nfa::stack::{Construction, StackEngine};
+///
+/// let q = "PATTERN SEQ(A a, B b, D d) WHERE skip-till-any-match WITHIN 9";
+/// let prog = compile(q, &mut Schema::new(), &Options::default()).unwrap().programs.remove(0);
+/// let mut engine = StackEngine::new(prog, Construction::Batch).unwrap();
+/// for (ty, ts) in [("A", 1), ("B", 3), ("A", 4), ("D", 5), ("B", 6), ("D", 7), ("D", 9)] {
+///     engine.push(&Event::new(Sym::new(ty), ts, ts as u64, vec![])).unwrap();
+/// }
+/// engine.finish();
+/// let mut rows: Vec<Vec<u64>> = engine.drain().map(|m| m.rows).collect();
+/// rows.sort();
+/// assert_eq!(rows, [vec![1, 3, 5], vec![1, 3, 7], vec![1, 3, 9], vec![1, 6, 7], vec![1, 6, 9],
+///                   vec![4, 6, 7], vec![4, 6, 9]]);
+/// assert_eq!(engine.stats().clusters, 2); // {d5} and {d7, d9}
+/// ```
+pub struct StackEngine<E> {
+    prog: Program<E>,
+    construction: Construction,
+    index: KeyIndex,
+    parts: Vec<Part>,
+    out: VecDeque<Match>,
+    callback: Option<Box<dyn FnMut(Match) + Send>>,
+    watermark: Timestamp,
+    seq: u64,
+    width: usize,
+    frame: Vec<Value>,
+    /// Registers of the conditions on one event (all NULL).
+    null_regs: Vec<Value>,
+    /// Per element: indices of its conditions on the event alone.
+    own: Vec<Vec<usize>>,
+    /// Per level (earliest element named): the cross conditions checked
+    /// there, as (owner, frame predicate).
+    cross: Vec<Vec<(usize, SharedFramePred)>>,
+    /// Batch mode: the next boundary, and the parts with pending entries.
+    due: Timestamp,
+    events_since_batch: u64,
+    dirty: Vec<u32>,
+    build: Build,
+    stats: StackStats,
+}
+
+impl<E> std::fmt::Debug for StackEngine<E> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("StackEngine")
+            .field("query", &self.prog.name)
+            .field("construction", &self.construction)
+            .field("stats", &self.stats)
+            .finish_non_exhaustive()
+    }
+}
+
+/// Scratch of match construction.
+#[derive(Debug, Default)]
+struct Build {
+    /// The path being built (absolute indices, by element).
+    path: Vec<u64>,
+    regs: Vec<Value>,
+    /// Prefixes of a cluster: `n - 1` indices each, and their registers.
+    prefixes: Vec<u64>,
+    prefix_regs: Vec<Value>,
+    found: Vec<Match>,
+}
+
+/// Events between batches when the query has no window.
+const UNWINDOWED_BATCH: u64 = 1024;
+
+impl<E: StreamEvent> StackEngine<E> {
+    /// An engine for `prog`, or why it cannot run here.
+    pub fn new(prog: Program<E>, construction: Construction) -> Result<StackEngine<E>, String> {
+        qualifies(&prog)?;
+        let n = prog.elements.len();
+        let mut own = vec![Vec::new(); n];
+        let mut cross = vec![Vec::new(); n];
+        for (k, e) in prog.elements.iter().enumerate() {
+            for (i, c) in e.conds.iter().enumerate().filter(|(_, c)| !c.skip_first) {
+                match c.earliest {
+                    None => own[k].push(i),
+                    Some(j) => cross[j.min(k)].push((k, c.frame_pred.clone().expect("checked by qualifies"))),
+                }
+            }
+        }
+        Ok(StackEngine {
+            width: prog.frame.len(),
+            frame: vec![Value::Null; prog.frame.len()],
+            null_regs: vec![Value::Null; prog.regs],
+            own,
+            cross,
+            construction,
+            index: KeyIndex::default(),
+            parts: Vec::new(),
+            out: VecDeque::new(),
+            callback: None,
+            watermark: Timestamp::MIN,
+            seq: 0,
+            due: Timestamp::MIN,
+            events_since_batch: 0,
+            dirty: Vec::new(),
+            build: Build { path: vec![0; n], regs: vec![Value::Null; prog.regs], ..Build::default() },
+            stats: StackStats::default(),
+            prog,
+        })
+    }
+
+    /// The program.
+    pub fn program(&self) -> &Program<E> {
+        &self.prog
+    }
+
+    /// How matches are built.
+    pub fn construction(&self) -> Construction {
+        self.construction
+    }
+
+    /// Sends matches to `f` as they are found instead of queueing them.
+    pub fn set_callback(&mut self, f: impl FnMut(Match) + Send + 'static) {
+        self.callback = Some(Box::new(f));
+    }
+
+    /// The current watermark (`i64::MIN` before any event).
+    pub fn watermark(&self) -> Timestamp {
+        self.watermark
+    }
+
+    /// Counters and gauges.
+    pub fn stats(&self) -> StackStats {
+        let mut s = self.stats;
+        s.entries = self.parts.iter().flat_map(|p| &p.stacks).map(Stack::live).sum();
+        s.pending = self.parts.iter().map(|p| p.pending.len()).sum();
+        s.partitions = self.parts.len();
+        s.state_bytes = s.entries * (std::mem::size_of::<Entry>() + self.width * std::mem::size_of::<Value>());
+        s
+    }
+
+    /// Matches emitted and not yet taken.
+    pub fn drain(&mut self) -> std::collections::vec_deque::Drain<'_, Match> {
+        self.out.drain(..)
+    }
+
+    /// Takes the oldest match not yet taken.
+    pub fn pop(&mut self) -> Option<Match> {
+        self.out.pop_front()
+    }
+
+    /// Processes one event. Events must come in non-decreasing `ts` order
+    /// (ties in arrival order); an event behind the watermark is rejected.
+    pub fn push(&mut self, e: &E) -> Result<(), LateEvent> {
+        let ts = e.timestamp();
+        if ts < self.watermark {
+            return Err(LateEvent { ts, watermark: self.watermark });
+        }
+        self.advance(ts);
+        let row = e.row().unwrap_or(self.seq);
+        self.seq += 1;
+        self.stats.events += 1;
+        let prog = &self.prog;
+        let key = match &prog.key {
+            None => Value::Null,
+            Some((_, FrameSlot::At(i))) => e.field(*i),
+            Some((_, FrameSlot::Field(f))) => f(e),
+            Some((_, FrameSlot::Prev { .. })) => Value::Null,
+        };
+        let n = prog.elements.len();
+        let pid = match self.index.get(&key) {
+            Some(p) => p,
+            None => {
+                let p = self.parts.len() as u32;
+                let stacks = (0..n).map(|_| Stack::default()).collect();
+                self.parts.push(Part { key, next_pos: 0, stacks, pending: Vec::new() });
+                self.index.insert(key, p);
+                p
+            }
+        };
+        let part = &mut self.parts[pid as usize];
+        let pos = part.next_pos;
+        part.next_pos += 1;
+        self.events_since_batch += 1;
+        let mut acc = 0u64;
+        for (k, el) in prog.elements.iter().enumerate() {
+            acc |= u64::from((el.accepts)(e)) << k;
+        }
+        if acc == 0 {
+            return Ok(());
+        }
+        expire(part, prog.window, ts, pos, self.width);
+        for (slot, f) in self.frame.iter_mut().zip(&prog.frame) {
+            *slot = match f {
+                FrameSlot::At(i) => e.field(*i),
+                FrameSlot::Field(x) => x(e),
+                FrameSlot::Prev { .. } => Value::Null,
+            };
+        }
+        // Last element first, so an event both elements k and k + 1 accept
+        // does not become its own predecessor.
+        for k in (0..n).rev() {
+            if acc >> k & 1 == 0 {
+                continue;
+            }
+            let el = &prog.elements[k];
+            if !self.own[k].iter().all(|&i| (el.conds[i].pred)(e, &self.frame, &self.null_regs)) {
+                continue;
+            }
+            let link = if k == 0 {
+                NONE
+            } else {
+                let below = &part.stacks[k - 1];
+                if below.live() == 0 {
+                    continue; // no predecessor
+                }
+                below.end() - 1
+            };
+            let abs = part.stacks[k].push(Entry { ts, pos, row, link }, &self.frame);
+            if k == n - 1 {
+                match self.construction {
+                    Construction::PerEvent => {
+                        let found = build_cluster(prog, &self.cross, part, &[abs], self.width, &mut self.build);
+                        self.stats.clusters += 1;
+                        self.stats.prefixes += found;
+                    }
+                    Construction::Batch => {
+                        if part.pending.is_empty() {
+                            self.dirty.push(pid);
+                        }
+                        part.pending.push(abs);
+                    }
+                }
+            }
+        }
+        self.emit();
+        if self.construction == Construction::Batch && self.batch_due(ts) {
+            self.build_batches();
+        }
+        Ok(())
+    }
+
+    /// Whether the batch that began earlier is due at watermark `wm`.
+    fn batch_due(&mut self, wm: Timestamp) -> bool {
+        let due = match self.prog.window {
+            Some(Window::Time(_)) => wm >= self.due,
+            Some(Window::Events(n)) => self.events_since_batch >= n.max(1),
+            None => self.events_since_batch >= UNWINDOWED_BATCH,
+        };
+        due && !self.dirty.is_empty()
+    }
+
+    /// Moves the watermark to `wm`; in batch mode, a batch whose boundary it
+    /// passes is built. The watermark never moves back.
+    pub fn advance(&mut self, wm: Timestamp) {
+        if wm <= self.watermark {
+            return;
+        }
+        self.watermark = wm;
+        if self.construction == Construction::Batch && self.dirty.is_empty() {
+            // A new batch begins with the next accepting entry's time.
+            self.due = match self.prog.window {
+                Some(Window::Time(w)) => wm.saturating_add(w.max(1)),
+                _ => Timestamp::MAX,
+            };
+            self.events_since_batch = 0;
+        } else if self.construction == Construction::Batch && self.batch_due(wm) {
+            self.build_batches();
+        }
+    }
+
+    /// Ends the input: every waiting accepting entry is built.
+    pub fn finish(&mut self) {
+        if !self.dirty.is_empty() {
+            self.build_batches();
+        }
+        self.watermark = Timestamp::MAX;
+    }
+
+    /// Builds every pending cluster of every partition.
+    fn build_batches(&mut self) {
+        let dirty = std::mem::take(&mut self.dirty);
+        for &pid in &dirty {
+            let part = &mut self.parts[pid as usize];
+            let pending = std::mem::take(&mut part.pending);
+            let last = &part.stacks[self.prog.elements.len() - 1];
+            let mut i = 0;
+            while i < pending.len() {
+                let link = last.get(pending[i]).link;
+                let j = i + pending[i..].iter().take_while(|&&a| last.get(a).link == link).count();
+                let found = build_cluster(&self.prog, &self.cross, part, &pending[i..j], self.width, &mut self.build);
+                self.stats.clusters += 1;
+                self.stats.prefixes += found;
+                i = j;
+            }
+            let mut pending = pending;
+            pending.clear();
+            part.pending = pending;
+            self.emit();
+        }
+        self.dirty = dirty;
+        self.dirty.clear();
+        self.events_since_batch = 0;
+        self.due = match self.prog.window {
+            Some(Window::Time(w)) => self.watermark.saturating_add(w.max(1)),
+            _ => Timestamp::MAX,
+        };
+    }
+
+    /// Hands the matches just built to the callback or the queue, in order
+    /// of their last event, then their rows.
+    fn emit(&mut self) {
+        let found = &mut self.build.found;
+        if found.is_empty() {
+            return;
+        }
+        found.sort_unstable_by(|a, b| (a.end, &a.rows).cmp(&(b.end, &b.rows)));
+        self.stats.matches += found.len() as u64;
+        match &mut self.callback {
+            Some(f) => found.drain(..).for_each(f),
+            None => self.out.extend(found.drain(..)),
+        }
+    }
+}
+
+/// Pops the entries no match ending now (or later) can use: older than the
+/// window before the oldest waiting accepting entry, or before now.
+fn expire(part: &mut Part, window: Option<Window>, ts: Timestamp, pos: u64, width: usize) {
+    let Some(window) = window else { return };
+    let oldest = part.pending.first().map(|&a| *part.stacks.last().expect("an element").get(a));
+    match window {
+        Window::Time(w) => {
+            let from = oldest.map_or(ts, |e| e.ts).saturating_sub(w);
+            for s in &mut part.stacks {
+                s.expire(width, |e| e.ts < from);
+            }
+        }
+        Window::Events(n) => {
+            let from = oldest.map_or(pos, |e| e.pos).saturating_sub(n);
+            for s in &mut part.stacks {
+                s.expire(width, |e| e.pos < from);
+            }
+        }
+    }
+}
+
+/// Builds the matches of a cluster: accepting entries (absolute indices in
+/// the last stack, oldest first) that share one link. The prefix paths are
+/// enumerated once; each member is then checked against each. Appends the
+/// matches to `b.found`; returns the number of prefixes enumerated.
+fn build_cluster<E>(
+    prog: &Program<E>,
+    cross: &[Vec<(usize, SharedFramePred)>],
+    part: &Part,
+    members: &[u64],
+    width: usize,
+    b: &mut Build,
+) -> u64 {
+    let n = prog.elements.len();
+    let last = &part.stacks[n - 1];
+    let first = *last.get(members[0]);
+    b.prefixes.clear();
+    b.prefix_regs.clear();
+    b.regs.fill(Value::Null);
+    if n > 1 {
+        // The loosest bound on the first event: the oldest member's.
+        let bound = Bound::of(prog.window, &first);
+        prefixes(prog, cross, part, n - 2, first.link, &bound, width, b);
+    } else {
+        b.prefix_regs.extend_from_slice(&b.regs);
+    }
+    let count = if n > 1 { b.prefixes.len() / (n - 1) } else { 1 };
+    let el = &prog.elements[n - 1];
+    for &m in members {
+        let x = *last.get(m);
+        let frame = last.frame(m, width);
+        let bound = Bound::of(prog.window, &x);
+        for p in 0..count {
+            let path = &b.prefixes[p * (n - 1)..(p + 1) * (n - 1)];
+            let e1 = if n > 1 { *part.stacks[0].get(path[0]) } else { x };
+            if !bound.admits(&e1) {
+                continue;
+            }
+            b.regs.clear();
+            b.regs.extend_from_slice(&b.prefix_regs[p * prog.regs..(p + 1) * prog.regs]);
+            crate::engine::apply_updates(&el.updates, &mut b.regs, frame, 0);
+            let cross_ok = (0..n)
+                .all(|lvl| cross[lvl].iter().filter(|(owner, _)| *owner == n - 1).all(|(_, f)| f(frame, &b.regs)));
+            let complete = prog.elements.iter().all(|e| e.completion.iter().all(|c| (c.pred)(&b.regs)));
+            if !cross_ok || !complete {
+                continue;
+            }
+            let mut rows: Vec<u64> = path.iter().enumerate().map(|(k, &a)| part.stacks[k].get(a).row).collect();
+            rows.push(x.row);
+            b.found.push(Match {
+                query: 0,
+                key: part.key,
+                start: e1.ts,
+                end: x.ts,
+                rows,
+                ends: (1..=n as u32).collect(),
+            });
+        }
+    }
+    count as u64
+}
+
+/// The window bound a path's first event must meet for a match ending at a
+/// given entry.
+#[derive(Clone, Copy, Debug)]
+enum Bound {
+    None,
+    Ts(Timestamp),
+    Pos(u64),
+}
+
+impl Bound {
+    fn of(window: Option<Window>, end: &Entry) -> Bound {
+        match window {
+            None => Bound::None,
+            Some(Window::Time(w)) => Bound::Ts(end.ts.saturating_sub(w)),
+            Some(Window::Events(n)) => Bound::Pos(end.pos.saturating_sub(n)),
+        }
+    }
+
+    /// Whether an entry is recent enough to be (or to lead back to) a
+    /// match's first event.
+    fn admits(&self, e: &Entry) -> bool {
+        match *self {
+            Bound::None => true,
+            Bound::Ts(t) => e.ts >= t,
+            Bound::Pos(p) => e.pos >= p,
+        }
+    }
+}
+
+/// Enumerates prefix paths from stack `k` down to stack 0, taking entries
+/// of stack `k` at or below `upper`, newest first; checks the cross
+/// conditions of elements before the last at their earliest element.
+#[allow(clippy::too_many_arguments)]
+fn prefixes<E>(
+    prog: &Program<E>,
+    cross: &[Vec<(usize, SharedFramePred)>],
+    part: &Part,
+    k: usize,
+    upper: u64,
+    bound: &Bound,
+    width: usize,
+    b: &mut Build,
+) {
+    let n = prog.elements.len();
+    let stack = &part.stacks[k];
+    if upper == NONE || upper < stack.bottom() {
+        return;
+    }
+    let top = upper.min(stack.end() - 1);
+    let mut abs = top + 1;
+    while abs > stack.bottom() {
+        abs -= 1;
+        let c = stack.get(abs);
+        // Entries below are older still: none can lead to a first event in
+        // the window.
+        if !bound.admits(c) {
+            break;
+        }
+        b.path[k] = abs;
+        let frame = stack.frame(abs, width);
+        crate::engine::apply_updates(&prog.elements[k].updates, &mut b.regs, frame, 0);
+        let ok = cross[k].iter().filter(|(owner, _)| *owner < n - 1).all(|&(owner, ref f)| {
+            let of = part.stacks[owner].frame(b.path[owner], width);
+            f(of, &b.regs)
+        });
+        if !ok {
+            continue;
+        }
+        if k == 0 {
+            b.prefixes.extend_from_slice(&b.path[..n - 1]);
+            b.prefix_regs.extend_from_slice(&b.regs);
+        } else {
+            prefixes(prog, cross, part, k - 1, c.link, bound, width, b);
+        }
+    }
+}

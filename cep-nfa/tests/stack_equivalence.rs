@@ -1,0 +1,129 @@
+//! The stack engine against the run engine and the reference matcher on
+//! random streams and random qualifying queries (sequences of single-event
+//! elements under skip-till-any-match, with filters, conditions between
+//! variables, windows in time and in events, partitions): per-event and
+//! batch construction give the same matches as multisets; per-event
+//! construction also in the run engine's emission order.
+
+mod support;
+
+use cep_core::{Event, Match, Schema, TimeUnit};
+use cep_nfa::compile::{Options, compile_file};
+use cep_nfa::engine::Engine;
+use cep_nfa::reference::{self, RefMatch};
+use cep_nfa::stack::{Construction, StackEngine, qualifies};
+use cep_nfa::syntax::parse;
+use proptest::prelude::*;
+
+fn to_ref(m: Match) -> RefMatch {
+    let vars = m.vars().map(|v| v.to_vec()).collect();
+    RefMatch { key: m.key, start: m.start, end: m.end, vars }
+}
+
+/// A qualifying query over types A, B, C and fields k, x, y.
+fn arb_query() -> impl Strategy<Value = String> {
+    let ty = prop_oneof![3 => Just("A"), 3 => Just("B"), 2 => Just("C"), 1 => Just("(A | B)")];
+    (1usize..=4)
+        .prop_flat_map(move |n| {
+            let types = prop::collection::vec(ty.clone(), n);
+            let conds = prop::collection::vec((0..n, 0..n, 0usize..6, 0i64..5), 0..=3);
+            let window = prop_oneof![2 => Just(String::new()), 2 => (1i64..8).prop_map(|w| format!(" WITHIN {w}")),
+                                     1 => (1i64..6).prop_map(|w| format!(" WITHIN {w} EVENTS"))];
+            let part = prop_oneof![2 => Just(""), 1 => Just(" PARTITION BY k")];
+            (Just(n), types, conds, window, part)
+        })
+        .prop_map(|(n, types, conds, window, part)| {
+            let elements: Vec<String> = types.iter().enumerate().map(|(i, t)| format!("{t} a{i}")).collect();
+            let mut wh = vec!["skip-till-any-match".to_string()];
+            for (i, j, form, c) in conds {
+                let (lo, hi) = (i.min(j), i.max(j));
+                wh.push(match form {
+                    0 => format!("a{i}.x > {c}"),
+                    1 => format!("a{i}.y <= {c}"),
+                    2 if lo < hi => format!("a{hi}.x >= a{lo}.x"),
+                    3 if lo < hi => format!("a{hi}.y = a{lo}.y + 1"),
+                    4 if lo < hi => format!("a{hi}.x + a{lo}.y > {c}"),
+                    _ => format!("a{i}.x != {c}"),
+                });
+            }
+            let _ = n;
+            format!("PATTERN SEQ({}) WHERE {}{window}{part}", elements.join(", "), wh.join(" AND "))
+        })
+}
+
+/// Longer streams than the reference cases: up to `max` events.
+fn arb_events(max: usize) -> impl Strategy<Value = (Vec<Event>, Schema)> {
+    let ty = prop_oneof![4 => Just("A"), 4 => Just("B"), 4 => Just("C"), 1 => Just("D")];
+    let event = (
+        ty,
+        0i64..=2,
+        prop_oneof![9 => (1i64..=2).prop_map(Some), 1 => Just(None)],
+        prop_oneof![9 => (0i64..=5).prop_map(Some), 1 => Just(None)],
+        0i64..=3,
+    );
+    prop::collection::vec(event, 0..max).prop_map(|specs| support::build_events(&specs))
+}
+
+fn run_stack(prog: cep_nfa::program::Program<Event>, how: Construction, events: &[Event]) -> Vec<RefMatch> {
+    let mut engine = StackEngine::new(prog, how).expect("the query qualifies");
+    let mut got = Vec::new();
+    for e in events {
+        engine.push(e).unwrap();
+        got.extend(engine.drain().map(to_ref));
+    }
+    engine.finish();
+    got.extend(engine.drain().map(to_ref));
+    got
+}
+
+fn sorted(mut v: Vec<RefMatch>) -> Vec<RefMatch> {
+    v.sort_by(|a, b| (a.end, &a.vars, a.key.to_string()).cmp(&(b.end, &b.vars, b.key.to_string())));
+    v
+}
+
+fn check(query: &str, events: &[Event], schema: &Schema, with_reference: bool) -> Result<(), TestCaseError> {
+    let file = parse(query).map_err(|d| TestCaseError::fail(d.render(query, "q")))?;
+    let compile = |schema: &mut Schema| {
+        compile_file(&file, schema, &Options::default()).map(|c| c.programs.into_iter().next().unwrap())
+    };
+    let prog = compile(&mut schema.clone()).map_err(|d| TestCaseError::fail(d.render(query, "q")))?;
+    prop_assert_eq!(qualifies(&prog), Ok(()), "{}", query);
+    let mut run = Engine::new(prog);
+    let mut want = Vec::new();
+    for e in events {
+        run.push(e).unwrap();
+        want.extend(run.drain().map(to_ref));
+    }
+    run.finish();
+    want.extend(run.drain().map(to_ref));
+    if with_reference {
+        let reference = reference::run(&file.statements[0], events, schema, TimeUnit::Millis);
+        prop_assert_eq!(sorted(reference), sorted(want.clone()), "run engine vs reference: {}", query);
+    }
+    let per_event = run_stack(compile(&mut schema.clone()).unwrap(), Construction::PerEvent, events);
+    // Per event: every match is emitted when its last event arrives, as in
+    // the run engine, in the same order.
+    prop_assert_eq!(&per_event, &want, "per event: {}", query);
+    let batch = run_stack(compile(&mut schema.clone()).unwrap(), Construction::Batch, events);
+    prop_assert_eq!(sorted(batch), sorted(want), "batch: {}", query);
+    Ok(())
+}
+
+fn config() -> ProptestConfig {
+    let cases = std::env::var("CEP_PROPTEST_CASES").ok().and_then(|s| s.parse().ok()).unwrap_or(1000);
+    ProptestConfig { cases, max_shrink_iters: 2000, ..ProptestConfig::default() }
+}
+
+proptest! {
+    #![proptest_config(config())]
+
+    #[test]
+    fn stack_equals_run_and_reference(query in arb_query(), (events, schema) in support::arb_events()) {
+        check(&query, &events, &schema, true)?;
+    }
+
+    #[test]
+    fn stack_equals_run_on_longer_streams(query in arb_query(), (events, schema) in arb_events(80)) {
+        check(&query, &events, &schema, false)?;
+    }
+}
