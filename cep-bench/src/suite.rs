@@ -42,6 +42,8 @@ use cep_core::{Event, Match, Schema, Sym, Value};
 use cep_index::{Alert, FieldRef, Fire, LevelIndex};
 use cep_nfa::compile::{Options, compile};
 use cep_nfa::engine::{Engine, StreamEvent};
+use cep_nfa::select::{EngineChoice, QueryEngine};
+use cep_nfa::stack::{Construction, MatchRef, StackEngine};
 
 use crate::baseline::levels::TwoBTreeMaps;
 use crate::baseline::naive::Naive;
@@ -114,14 +116,18 @@ pub enum Check {
     RatioAtLeast(f64),
     /// The median rate is at least this many events/s.
     EventsPerSecAtLeast(f64),
+    /// The named contender's ratio to the baseline is at least this (the
+    /// other contenders are reported only).
+    ContenderRatioAtLeast(&'static str, f64),
 }
 
 impl Check {
     /// Whether a row with this median rate and ratio meets the target;
     /// `None` when there is nothing to check.
-    pub fn holds(self, events_per_sec: f64, ratio: Option<f64>) -> Option<bool> {
+    pub fn holds(self, contender: &str, events_per_sec: f64, ratio: Option<f64>) -> Option<bool> {
         match self {
             Check::None => None,
+            Check::ContenderRatioAtLeast(name, min) => (name == contender).then(|| ratio.is_some_and(|r| r >= min)),
             Check::RatioAtLeast(min) => ratio.map(|r| r >= min),
             Check::EventsPerSecAtLeast(min) => Some(events_per_sec >= min),
         }
@@ -261,6 +267,18 @@ impl Tally {
         }
     }
 
+    /// As [`add`](Self::add), for a borrowed stack-engine match (same digest).
+    #[inline]
+    fn add_ref(&mut self, m: &MatchRef<'_>) {
+        self.matches += 1;
+        if self.check {
+            let mut h = DefaultHasher::new();
+            hash_value(&m.key, &mut h);
+            (m.start, m.end, m.rows, &ENDS[..m.rows.len()]).hash(&mut h);
+            self.digest = self.digest.wrapping_add(h.finish());
+        }
+    }
+
     #[inline]
     fn add_timer(&mut self, deadline: i64, value: u32) {
         self.matches += 1;
@@ -294,6 +312,17 @@ fn hash_value(v: &Value, h: &mut impl Hasher) {
 }
 
 /// The digest of one match: `(key, start, end, rows, ends)`.
+/// `Match::ends` of a match with one event per variable: 1, 2, 3, …
+const ENDS: [u32; 64] = {
+    let mut a = [0; 64];
+    let mut i = 0;
+    while i < 64 {
+        a[i] = i as u32 + 1;
+        i += 1;
+    }
+    a
+};
+
 pub fn match_digest(m: &Match) -> u64 {
     let mut h = DefaultHasher::new();
     hash_value(&m.key, &mut h);
@@ -399,9 +428,41 @@ impl Streams {
 // ---------------------------------------------------------------------------
 // Contenders.
 
+/// The stack engine with matches taken as borrowed [`MatchRef`]s (no
+/// allocation per match), building them as `construction` says.
+fn stack_visit(
+    name: &'static str,
+    query: String,
+    schema: fn() -> Schema,
+    stream: Rc<Stream<Event>>,
+    construction: Construction,
+) -> Contender {
+    Contender::new(name, move |n| {
+        let events = stream.get(n);
+        let query = query.clone();
+        Box::new(move |check| {
+            let prog = compile(&query, &mut schema(), &Options::default())
+                .unwrap_or_else(|e| panic!("the query does not compile: {e:?}"))
+                .programs
+                .remove(0);
+            let mut engine = StackEngine::new(prog, construction).expect("the query qualifies");
+            measure(n, check, |tally| {
+                let mut visit = |m: &MatchRef<'_>| tally.add_ref(m);
+                for e in &events[..n] {
+                    engine.push_to(e, &mut visit).expect("events in time order");
+                }
+                let stats = engine.stats();
+                engine.finish_to(&mut visit);
+                let live = stats.entries + stats.pending;
+                Some(Partials { live, bytes_each: stats.state_bytes.checked_div(live).unwrap_or(0) })
+            })
+        })
+    })
+}
+
 /// Pushes `events` through `engine`, taking every match, then finishes it.
 fn engine_pass<E: StreamEvent, X: Borrow<E>>(
-    engine: &mut Engine<E>,
+    engine: &mut QueryEngine<E>,
     n: usize,
     events: impl Iterator<Item = X>,
     check: bool,
@@ -424,6 +485,18 @@ fn engine_pass<E: StreamEvent, X: Borrow<E>>(
 
 /// `cep`: the engine compiled from query text, over an event stream.
 fn cep_text(name: &'static str, query: String, schema: fn() -> Schema, stream: Rc<Stream<Event>>) -> Contender {
+    cep_text_on(name, query, schema, stream, EngineChoice::Run, Construction::PerEvent)
+}
+
+/// [`cep_text`] on the engine `choice` gives the query.
+fn cep_text_on(
+    name: &'static str,
+    query: String,
+    schema: fn() -> Schema,
+    stream: Rc<Stream<Event>>,
+    choice: EngineChoice,
+    construction: Construction,
+) -> Contender {
     Contender::new(name, move |n| {
         let events = stream.get(n);
         let query = query.clone();
@@ -433,7 +506,7 @@ fn cep_text(name: &'static str, query: String, schema: fn() -> Schema, stream: R
                 .unwrap_or_else(|e| panic!("the query does not compile: {e:?}"))
                 .programs
                 .remove(0);
-            let mut engine = Engine::new(prog);
+            let mut engine = QueryEngine::new(prog, choice, construction).expect("the engine runs the query");
             engine_pass(&mut engine, n, events[..n].iter(), check)
         })
     })
@@ -443,7 +516,7 @@ fn cep_builder(ticks: Rc<Stream<Tick>>) -> Contender {
     Contender::new("cep (builder)", move |n| {
         let ticks = ticks.get(n);
         Box::new(move |check| {
-            let mut engine = Engine::new(w1::rise_spike_builder());
+            let mut engine = QueryEngine::Run(Engine::new(w1::rise_spike_builder()));
             engine_pass(&mut engine, n, ticks[..n].iter().copied(), check)
         })
     })
@@ -575,7 +648,7 @@ const NAIVE_SIZE: Size = Size { full: 300_000, quick: 300_000 };
 const W1B_SIZE: Size = Size { full: w1::TICKS, quick: 300_000 };
 /// Alerts per key of W1b: DESIGN.md's 100, or 10 in `--quick`.
 const W1B_PER_KEY: Size = Size { full: levels::PER_KEY, quick: 10 };
-const W2_ABD_SIZE: Size = Size { full: 1_000, quick: 400 };
+const W2_ABD_SIZE: Size = Size { full: 2_000, quick: 400 };
 const W2_ABDC_SIZE: Size = Size { full: 300, quick: 150 };
 const W3_SIZE: Size = Size { full: w3::EVENTS, quick: 100_000 };
 const W4_SIZE: Size = Size { full: w4::EVENTS, quick: 100_000 };
@@ -674,7 +747,6 @@ fn timer_contender<T: Timers + Default + 'static>(name: &'static str) -> Contend
 pub fn workloads(scale: Scale) -> Vec<Workload> {
     let s = Streams::new();
     let mut out = Vec::new();
-    let none = || Target { text: "—".into(), check: Check::None };
 
     // W1a: the compiled query against the hand-written engine.
     let n = W1A_SIZE.at(scale);
@@ -768,29 +840,41 @@ pub fn workloads(scale: Scale) -> Vec<Workload> {
         ],
     });
 
-    // W2: any-match sequences, enumerated, per window and stream.
-    let w2_target = || Target { text: "— (batch vs per-event: stack-engine issue)".into(), check: Check::None };
+    // W2: any-match sequences on the stack engine, aggregated-link batches
+    // against per-event construction (the paper's experiment), with the run
+    // engine beside them.
     let mut w2 = |query: &str, q: fn(i64) -> String, kind: Kind, window: i64, size: Size| {
         let n = size.at(scale);
         let suffix = if kind == Kind::Uniform { String::new() } else { format!(" {}", kind.name()) };
         let short = query.replace(['(', ')', ','], "").replace("SEQ", "").to_lowercase();
         let binds = if (n as i64) <= window { "; fewer events than the window, so it does not bind" } else { "" };
+        let paper = w2::paper_ratio(query, kind, window);
         out.push(Workload {
             name: format!("W2 {short} w{window}{suffix}"),
             description: format!(
                 "{query} skip-till-any-match WITHIN {window}, every match enumerated, over the first {} events of \
-                 the {} W2 stream (DESIGN.md: 10,000; the match count grows like window^(k-1)·n for k elements, \
-                 and there is no counting mode yet{binds})",
+                 the {} W2 stream (the paper: 10,000; enumeration grows like window^(k-1)·n for k elements{binds}); \
+                 ratio = events/s against per-event construction on the same stack engine",
                 thousands(n),
                 kind.name()
             ),
             size,
             events: n,
-            baseline: Baseline::None,
-            target: w2_target(),
+            baseline: Baseline::Contender("stack per-event"),
+            target: match paper {
+                Some((text, min)) => Target {
+                    text: format!("batch ≥ {text} (paper)"),
+                    check: Check::ContenderRatioAtLeast("stack batch", min),
+                },
+                None => Target { text: "—".into(), check: Check::None },
+            },
             expect: None,
             series: Some(Series { name: format!("{query} {}", kind.name()), window }),
-            contenders: vec![cep_text("cep", q(window), w2::schema, s.w2(kind))],
+            contenders: vec![
+                stack_visit("stack batch", q(window), w2::schema, s.w2(kind), Construction::Batch),
+                stack_visit("stack per-event", q(window), w2::schema, s.w2(kind), Construction::PerEvent),
+                cep_text("run", q(window), w2::schema, s.w2(kind)),
+            ],
         });
     };
     for window in w2::WINDOWS {
@@ -800,7 +884,7 @@ pub fn workloads(scale: Scale) -> Vec<Workload> {
         w2("SEQ(A,B,D,C)", w2::seq_abdc, Kind::Uniform, window, W2_ABDC_SIZE);
     }
     for kind in [Kind::ClusterFriendly, Kind::ClusterFree] {
-        w2("SEQ(A,B,D)", w2::seq_abd, kind, w2::WINDOWS[0], W2_ABD_SIZE);
+        w2("SEQ(A,B,D)", w2::seq_abd, kind, *w2::WINDOWS.last().expect("windows"), W2_ABD_SIZE);
     }
 
     // W3: the CORE-style sequence.
@@ -809,16 +893,20 @@ pub fn workloads(scale: Scale) -> Vec<Workload> {
         name: "W3".into(),
         description: format!(
             "SEQ(AA a, AB b, AC c) skip-till-any-match WITHIN 100 EVENTS over {} events of 9 uniform types, \
-             every match enumerated (the CORE peer is not measured here)",
+             every match enumerated, stack engine (per-event) against the run engine (the CORE peer is not \
+             measured here)",
             thousands(n)
         ),
         size: W3_SIZE,
         events: n,
-        baseline: Baseline::None,
-        target: none(),
+        baseline: Baseline::Contender("run"),
+        target: Target { text: "stack ≥ run".into(), check: Check::ContenderRatioAtLeast("stack", 1.0) },
         expect: None,
         series: None,
-        contenders: vec![cep_text("cep", w3::QUERY.into(), w3::schema, s.w3.clone())],
+        contenders: vec![
+            stack_visit("stack", w3::QUERY.into(), w3::schema, s.w3.clone(), Construction::PerEvent),
+            cep_text("run", w3::QUERY.into(), w3::schema, s.w3.clone()),
+        ],
     });
 
     // W4: SASE+ Kleene.

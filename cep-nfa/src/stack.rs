@@ -33,6 +33,35 @@ use crate::engine::{LateEvent, StreamEvent};
 use crate::program::{FrameSlot, Program, SharedFramePred, Strategy, Window};
 use crate::syntax::ast::{Quant, Selection};
 
+/// A match as the stack engine builds it, borrowed for the duration of a
+/// call: one row per variable, in `SEQ` order. Taking matches this way
+/// ([`StackEngine::push_to`]) allocates nothing per match.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct MatchRef<'a> {
+    /// The partition key (NULL without a partition).
+    pub key: Value,
+    /// ts of the first event.
+    pub start: Timestamp,
+    /// ts of the last event.
+    pub end: Timestamp,
+    /// The rows bound, one per variable.
+    pub rows: &'a [u64],
+}
+
+impl MatchRef<'_> {
+    /// An owned [`Match`] (for query 0).
+    pub fn to_match(&self) -> Match {
+        Match {
+            query: 0,
+            key: self.key,
+            start: self.start,
+            end: self.end,
+            rows: self.rows.to_vec(),
+            ends: (1..=self.rows.len() as u32).collect(),
+        }
+    }
+}
+
 /// How the stack engine builds matches.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Construction {
@@ -264,7 +293,10 @@ struct Build {
     /// Prefixes of a cluster: `n - 1` indices each, and their registers.
     prefixes: Vec<u64>,
     prefix_regs: Vec<Value>,
-    found: Vec<Match>,
+    /// Prefix numbers in row order.
+    order: Vec<u32>,
+    /// The rows of the match being emitted.
+    rows: Vec<u64>,
 }
 
 /// Events between batches when the query has no window.
@@ -322,6 +354,20 @@ impl<E: StreamEvent> StackEngine<E> {
         self.callback = Some(Box::new(f));
     }
 
+    /// Runs `step` with a visitor that queues each match (or hands it to
+    /// the callback).
+    fn collecting(&mut self, step: impl FnOnce(&mut Self, &mut dyn FnMut(&MatchRef<'_>))) {
+        let mut out = std::mem::take(&mut self.out);
+        let mut callback = self.callback.take();
+        let mut visit = |m: &MatchRef<'_>| match &mut callback {
+            Some(f) => f(m.to_match()),
+            None => out.push_back(m.to_match()),
+        };
+        step(self, &mut visit);
+        self.out = out;
+        self.callback = callback;
+    }
+
     /// The current watermark (`i64::MIN` before any event).
     pub fn watermark(&self) -> Timestamp {
         self.watermark
@@ -350,11 +396,35 @@ impl<E: StreamEvent> StackEngine<E> {
     /// Processes one event. Events must come in non-decreasing `ts` order
     /// (ties in arrival order); an event behind the watermark is rejected.
     pub fn push(&mut self, e: &E) -> Result<(), LateEvent> {
+        let mut result = Ok(());
+        self.collecting(|me, visit| result = me.push_to(e, visit));
+        result
+    }
+
+    /// [`push`](Self::push), handing each match found to `visit` as a
+    /// borrowed [`MatchRef`] instead of queueing an owned [`Match`].
+    ///
+    /// # Examples
+    /// ```
+    /// use cep_core::{Event, Schema, Sym};
+    /// use cep_nfa::compile::{compile, Options};
+    /// use cep_nfa::stack::{Construction, StackEngine};
+    /// let q = "PATTERN SEQ(A a, B b) WHERE skip-till-any-match";
+    /// let prog = compile(q, &mut Schema::new(), &Options::default()).unwrap().programs.remove(0);
+    /// let mut engine = StackEngine::new(prog, Construction::PerEvent).unwrap();
+    /// let mut seen = Vec::new();
+    /// for (row, ty) in ["A", "A", "B"].into_iter().enumerate() {
+    ///     let e = Event::new(Sym::new(ty), row as i64, row as u64, vec![]);
+    ///     engine.push_to(&e, &mut |m| seen.push(m.rows.to_vec())).unwrap();
+    /// }
+    /// assert_eq!(seen, [vec![0, 2], vec![1, 2]]);
+    /// ```
+    pub fn push_to(&mut self, e: &E, visit: &mut dyn FnMut(&MatchRef<'_>)) -> Result<(), LateEvent> {
         let ts = e.timestamp();
         if ts < self.watermark {
             return Err(LateEvent { ts, watermark: self.watermark });
         }
-        self.advance(ts);
+        self.advance_to(ts, visit);
         let row = e.row().unwrap_or(self.seq);
         self.seq += 1;
         self.stats.events += 1;
@@ -418,9 +488,10 @@ impl<E: StreamEvent> StackEngine<E> {
             if k == n - 1 {
                 match self.construction {
                     Construction::PerEvent => {
-                        let found = build_cluster(prog, &self.cross, part, &[abs], self.width, &mut self.build);
+                        let (p, m) = build_cluster(prog, &self.cross, part, &[abs], self.width, &mut self.build, visit);
                         self.stats.clusters += 1;
-                        self.stats.prefixes += found;
+                        self.stats.prefixes += p;
+                        self.stats.matches += m;
                     }
                     Construction::Batch => {
                         if part.pending.is_empty() {
@@ -431,9 +502,8 @@ impl<E: StreamEvent> StackEngine<E> {
                 }
             }
         }
-        self.emit();
         if self.construction == Construction::Batch && self.batch_due(ts) {
-            self.build_batches();
+            self.build_batches(visit);
         }
         Ok(())
     }
@@ -451,6 +521,11 @@ impl<E: StreamEvent> StackEngine<E> {
     /// Moves the watermark to `wm`; in batch mode, a batch whose boundary it
     /// passes is built. The watermark never moves back.
     pub fn advance(&mut self, wm: Timestamp) {
+        self.collecting(|me, visit| me.advance_to(wm, visit));
+    }
+
+    /// [`advance`](Self::advance), handing matches to `visit`.
+    pub fn advance_to(&mut self, wm: Timestamp, visit: &mut dyn FnMut(&MatchRef<'_>)) {
         if wm <= self.watermark {
             return;
         }
@@ -463,20 +538,25 @@ impl<E: StreamEvent> StackEngine<E> {
             };
             self.events_since_batch = 0;
         } else if self.construction == Construction::Batch && self.batch_due(wm) {
-            self.build_batches();
+            self.build_batches(visit);
         }
     }
 
     /// Ends the input: every waiting accepting entry is built.
     pub fn finish(&mut self) {
+        self.collecting(|me, visit| me.finish_to(visit));
+    }
+
+    /// [`finish`](Self::finish), handing matches to `visit`.
+    pub fn finish_to(&mut self, visit: &mut dyn FnMut(&MatchRef<'_>)) {
         if !self.dirty.is_empty() {
-            self.build_batches();
+            self.build_batches(visit);
         }
         self.watermark = Timestamp::MAX;
     }
 
     /// Builds every pending cluster of every partition.
-    fn build_batches(&mut self) {
+    fn build_batches(&mut self, visit: &mut dyn FnMut(&MatchRef<'_>)) {
         let dirty = std::mem::take(&mut self.dirty);
         for &pid in &dirty {
             let part = &mut self.parts[pid as usize];
@@ -486,15 +566,16 @@ impl<E: StreamEvent> StackEngine<E> {
             while i < pending.len() {
                 let link = last.get(pending[i]).link;
                 let j = i + pending[i..].iter().take_while(|&&a| last.get(a).link == link).count();
-                let found = build_cluster(&self.prog, &self.cross, part, &pending[i..j], self.width, &mut self.build);
+                let members = &pending[i..j];
+                let (p, m) = build_cluster(&self.prog, &self.cross, part, members, self.width, &mut self.build, visit);
                 self.stats.clusters += 1;
-                self.stats.prefixes += found;
+                self.stats.prefixes += p;
+                self.stats.matches += m;
                 i = j;
             }
             let mut pending = pending;
             pending.clear();
             part.pending = pending;
-            self.emit();
         }
         self.dirty = dirty;
         self.dirty.clear();
@@ -503,21 +584,6 @@ impl<E: StreamEvent> StackEngine<E> {
             Some(Window::Time(w)) => self.watermark.saturating_add(w.max(1)),
             _ => Timestamp::MAX,
         };
-    }
-
-    /// Hands the matches just built to the callback or the queue, in order
-    /// of their last event, then their rows.
-    fn emit(&mut self) {
-        let found = &mut self.build.found;
-        if found.is_empty() {
-            return;
-        }
-        found.sort_unstable_by(|a, b| (a.end, &a.rows).cmp(&(b.end, &b.rows)));
-        self.stats.matches += found.len() as u64;
-        match &mut self.callback {
-            Some(f) => found.drain(..).for_each(f),
-            None => self.out.extend(found.drain(..)),
-        }
     }
 }
 
@@ -544,8 +610,9 @@ fn expire(part: &mut Part, window: Option<Window>, ts: Timestamp, pos: u64, widt
 
 /// Builds the matches of a cluster: accepting entries (absolute indices in
 /// the last stack, oldest first) that share one link. The prefix paths are
-/// enumerated once; each member is then checked against each. Appends the
-/// matches to `b.found`; returns the number of prefixes enumerated.
+/// enumerated once; each member is then checked against each. Hands the
+/// matches to `visit`, per member in row order; returns the number of
+/// prefixes enumerated and of matches.
 fn build_cluster<E>(
     prog: &Program<E>,
     cross: &[Vec<(usize, SharedFramePred)>],
@@ -553,7 +620,8 @@ fn build_cluster<E>(
     members: &[u64],
     width: usize,
     b: &mut Build,
-) -> u64 {
+    visit: &mut dyn FnMut(&MatchRef<'_>),
+) -> (u64, u64) {
     let n = prog.elements.len();
     let last = &part.stacks[n - 1];
     let first = *last.get(members[0]);
@@ -568,12 +636,24 @@ fn build_cluster<E>(
         b.prefix_regs.extend_from_slice(&b.regs);
     }
     let count = if n > 1 { b.prefixes.len() / (n - 1) } else { 1 };
+    // Row order (indices ascend with rows in every stack), so each member's
+    // matches come out in the run engine's order without sorting them.
+    b.order.clear();
+    b.order.extend(0..count as u32);
+    if n > 1 {
+        let (pre, w) = (&b.prefixes, n - 1);
+        b.order.sort_unstable_by(|&p, &q| {
+            pre[p as usize * w..(p as usize + 1) * w].cmp(&pre[q as usize * w..(q as usize + 1) * w])
+        });
+    }
     let el = &prog.elements[n - 1];
+    let mut matches = 0;
     for &m in members {
         let x = *last.get(m);
         let frame = last.frame(m, width);
         let bound = Bound::of(prog.window, &x);
-        for p in 0..count {
+        for &p in &b.order {
+            let p = p as usize;
             let path = &b.prefixes[p * (n - 1)..(p + 1) * (n - 1)];
             let e1 = if n > 1 { *part.stacks[0].get(path[0]) } else { x };
             if !bound.admits(&e1) {
@@ -588,19 +668,14 @@ fn build_cluster<E>(
             if !cross_ok || !complete {
                 continue;
             }
-            let mut rows: Vec<u64> = path.iter().enumerate().map(|(k, &a)| part.stacks[k].get(a).row).collect();
-            rows.push(x.row);
-            b.found.push(Match {
-                query: 0,
-                key: part.key,
-                start: e1.ts,
-                end: x.ts,
-                rows,
-                ends: (1..=n as u32).collect(),
-            });
+            b.rows.clear();
+            b.rows.extend(path.iter().enumerate().map(|(k, &a)| part.stacks[k].get(a).row));
+            b.rows.push(x.row);
+            visit(&MatchRef { key: part.key, start: e1.ts, end: x.ts, rows: &b.rows });
+            matches += 1;
         }
     }
-    count as u64
+    (count as u64, matches)
 }
 
 /// The window bound a path's first event must meet for a match ending at a

@@ -70,7 +70,7 @@ pub fn rows(workloads: &[Workload], results: &[Outcome]) -> Vec<Row> {
                 ratio,
                 reference: is_ref,
                 target: if is_ref { "reference".into() } else { w.target.text.clone() },
-                target_holds: if is_ref { None } else { w.target.check.holds(s.median, ratio) },
+                target_holds: if is_ref { None } else { w.target.check.holds(m.name, s.median, ratio) },
                 matches: m.warm.matches,
                 digest: m.warm.digest.map(|d| format!("{d:016x}")),
                 mismatch: !r.failures.is_empty(),
