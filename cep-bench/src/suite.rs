@@ -135,12 +135,15 @@ impl Check {
 }
 
 /// A point of a series on the W2 chart: the query and stream, and the window.
-#[derive(Clone, Debug, PartialEq, Eq)]
+#[derive(Clone, Debug, PartialEq)]
 pub struct Series {
     /// E.g. `SEQ(A,B,D) uniform`.
     pub name: String,
     /// The window (time units = rows).
     pub window: i64,
+    /// The aggregated-link paper's batch / per-event ratio here, if it
+    /// reports one.
+    pub paper: Option<f64>,
 }
 
 /// Live partial matches of an engine at the end of the stream (before
@@ -869,7 +872,11 @@ pub fn workloads(scale: Scale) -> Vec<Workload> {
                 None => Target { text: "—".into(), check: Check::None },
             },
             expect: None,
-            series: Some(Series { name: format!("{query} {}", kind.name()), window }),
+            series: Some(Series {
+                name: format!("{query} {}", kind.name()),
+                window,
+                paper: w2::paper_point(query, kind, window),
+            }),
             contenders: vec![
                 stack_visit("stack batch", q(window), w2::schema, s.w2(kind), Construction::Batch),
                 stack_visit("stack per-event", q(window), w2::schema, s.w2(kind), Construction::PerEvent),

@@ -53,6 +53,22 @@ pub fn paper_ratio(query: &str, kind: Kind, window: i64) -> Option<(String, f64)
     }
 }
 
+/// The paper's batch / per-event ratio at exactly this point, for the
+/// chart: the ends of its reported ranges (`SEQ(A,B,D)` 1.10× at 500 and
+/// 1.55× at 1000; `SEQ(A,B,D,C)` 1.55× and 1.62× placed at 500 and 1000),
+/// 5.24× clustering-friendly at 1000, 1× clustering-free.
+pub fn paper_point(query: &str, kind: Kind, window: i64) -> Option<f64> {
+    match (query, kind, window) {
+        ("SEQ(A,B,D)", Kind::Uniform, 500) => Some(1.10),
+        ("SEQ(A,B,D)", Kind::Uniform, 1000) => Some(1.55),
+        ("SEQ(A,B,D,C)", Kind::Uniform, 500) => Some(1.55),
+        ("SEQ(A,B,D,C)", Kind::Uniform, 1000) => Some(1.62),
+        ("SEQ(A,B,D)", Kind::ClusterFriendly, 1000) => Some(5.24),
+        ("SEQ(A,B,D)", Kind::ClusterFree, _) => Some(1.0),
+        _ => None,
+    }
+}
+
 /// The four type names, indexed by [`W2Event::ty`].
 pub const TYPES: [&str; 4] = ["A", "B", "C", "D"];
 

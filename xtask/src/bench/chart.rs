@@ -119,61 +119,93 @@ fn events_per_sec(path: &Path, rows: &[Row]) -> Drawn {
     Ok(())
 }
 
-/// A W2 point: (window, median events/s, median matches/s).
-type Point = (i64, f64, f64);
-/// Which rate of a [`Point`] a panel shows.
-type Pick = fn(&Point) -> f64;
+/// A W2 point: (window, value).
+type Point = (i64, f64);
 
-/// Per W2 series, its points.
-fn w2_points(workloads: &[Workload], rows: &[Row]) -> BTreeMap<String, Vec<Point>> {
+/// Per W2 series and contender, its points: `pick` reads a row.
+fn w2_points(workloads: &[Workload], rows: &[Row], pick: impl Fn(&Row) -> Option<f64>) -> BTreeMap<String, Vec<Point>> {
     let mut series: BTreeMap<String, Vec<Point>> = BTreeMap::new();
     for w in workloads {
         let Some(s) = &w.series else { continue };
         for r in rows.iter().filter(|r| r.workload == w.name) {
-            series.entry(s.name.clone()).or_default().push((
-                s.window,
-                r.median_events_per_sec,
-                r.median_matches_per_sec,
-            ));
+            if let Some(v) = pick(r) {
+                series.entry(format!("{}, {}", s.name, r.engine)).or_default().push((s.window, v));
+            }
         }
     }
     series
 }
 
+/// Left: batch / per-event ratio against the window, ours (lines) and the
+/// paper's (crosses); right: matches/s of every contender.
 fn w2_rates(path: &Path, workloads: &[Workload], rows: &[Row]) -> Drawn {
-    let series = w2_points(workloads, rows);
-    let root = SVGBackend::new(path, (1200, 520)).into_drawing_area();
+    let ratios = w2_points(workloads, rows, |r| r.ratio.filter(|_| r.engine == "stack batch"));
+    let mut paper: BTreeMap<String, Vec<Point>> = BTreeMap::new();
+    for w in workloads {
+        if let Some(s) = &w.series
+            && let Some(p) = s.paper
+        {
+            paper.entry(format!("{}, paper", s.name)).or_default().push((s.window, p));
+        }
+    }
+    let rates = w2_points(workloads, rows, |r| Some(r.median_matches_per_sec));
+    let root = SVGBackend::new(path, (1300, 560)).into_drawing_area();
     root.fill(&WHITE)?;
     let root = root.titled(
-        "W2, cep's run engine: rates against the window (batch vs per-event ratio: with the stack engine)",
+        "W2: aggregated-link batches against per-event construction (stack engine), with the paper's figures",
         ("sans-serif", 18),
     )?;
-    let (left, right) = root.split_horizontally(600);
-    let panels = [(&left, "events/s", (|p: &Point| p.1) as Pick), (&right, "matches/s", |p| p.2)];
-    let windows: Vec<i64> = series.values().flatten().map(|p| p.0).collect();
-    let (wlo, whi) = (windows.iter().min().copied().unwrap_or(0), windows.iter().max().copied().unwrap_or(1));
-    for (area, what, pick) in panels {
-        let values: Vec<f64> = series.values().flatten().map(pick).collect();
-        let lo = values.iter().copied().fold(f64::INFINITY, f64::min);
-        let hi = values.iter().copied().fold(0.0, f64::max);
-        let mut chart = ChartBuilder::on(area)
-            .caption(what, ("sans-serif", 16))
-            .margin(12)
-            .x_label_area_size(40)
-            .y_label_area_size(70)
-            .build_cartesian_2d(wlo - 50..whi + 50, decades(lo, hi).log_scale())?;
-        chart.configure_mesh().x_desc("window (events)").y_desc(what).y_label_formatter(&|v| rate(*v)).draw()?;
-        for (k, (name, points)) in series.iter().enumerate() {
-            let color = PALETTE[k % PALETTE.len()];
-            let xy: Vec<(i64, f64)> = points.iter().map(|p| (p.0, pick(p))).collect();
+    let (left, right) = root.split_horizontally(650);
+    let all: Vec<Point> = ratios.values().chain(rates.values()).flatten().copied().collect();
+    let (wlo, whi) = (
+        all.iter().map(|p| p.0).min().unwrap_or(0) - 50,
+        all.iter().map(|p| p.0).max().unwrap_or(1) + 50,
+    );
+
+    let top = ratios.values().chain(paper.values()).flatten().map(|p| p.1).fold(1.0, f64::max) * 1.15;
+    let mut chart = ChartBuilder::on(&left)
+        .caption("batch / per-event (events/s)", ("sans-serif", 16))
+        .margin(12)
+        .x_label_area_size(40)
+        .y_label_area_size(60)
+        .build_cartesian_2d(wlo..whi, 0.0..top)?;
+    chart.configure_mesh().x_desc("window (events)").y_desc("ratio").draw()?;
+    for (k, (name, points)) in ratios.iter().enumerate() {
+        let color = PALETTE[k % PALETTE.len()];
+        chart
+            .draw_series(LineSeries::new(points.clone(), color.stroke_width(2)))?
+            .label(name.replace(", stack batch", ", ours"))
+            .legend(move |(x, y)| PathElement::new(vec![(x, y), (x + 20, y)], color.stroke_width(2)));
+        chart.draw_series(points.iter().map(|&p| Circle::new(p, 4, color.filled())))?;
+        let paper_name = name.replace(", stack batch", ", paper");
+        if let Some(pts) = paper.get(&paper_name) {
             chart
-                .draw_series(LineSeries::new(xy.clone(), color.stroke_width(2)))?
-                .label(name.as_str())
-                .legend(move |(x, y)| PathElement::new(vec![(x, y), (x + 20, y)], color.stroke_width(2)));
-            chart.draw_series(xy.into_iter().map(|p| Circle::new(p, 4, color.filled())))?;
+                .draw_series(pts.iter().map(|&p| Cross::new(p, 7, color.stroke_width(2))))?
+                .label(paper_name)
+                .legend(move |(x, y)| Cross::new((x + 10, y), 5, color.stroke_width(2)));
         }
-        chart.configure_series_labels().background_style(WHITE.mix(0.8)).border_style(BLACK).draw()?;
     }
+    chart.configure_series_labels().background_style(WHITE.mix(0.8)).border_style(BLACK).draw()?;
+
+    let values: Vec<f64> = rates.values().flatten().map(|p| p.1).collect();
+    let lo = values.iter().copied().fold(f64::INFINITY, f64::min);
+    let hi = values.iter().copied().fold(0.0, f64::max);
+    let mut chart = ChartBuilder::on(&right)
+        .caption("matches/s", ("sans-serif", 16))
+        .margin(12)
+        .x_label_area_size(40)
+        .y_label_area_size(70)
+        .build_cartesian_2d(wlo..whi, decades(lo, hi).log_scale())?;
+    chart.configure_mesh().x_desc("window (events)").y_desc("matches/s").y_label_formatter(&|v| rate(*v)).draw()?;
+    for (k, (name, points)) in rates.iter().enumerate() {
+        let color = PALETTE[k % PALETTE.len()];
+        chart
+            .draw_series(LineSeries::new(points.clone(), color.stroke_width(2)))?
+            .label(name.as_str())
+            .legend(move |(x, y)| PathElement::new(vec![(x, y), (x + 20, y)], color.stroke_width(2)));
+        chart.draw_series(points.iter().map(|&p| Circle::new(p, 3, color.filled())))?;
+    }
+    chart.configure_series_labels().background_style(WHITE.mix(0.8)).border_style(BLACK).draw()?;
     root.present()?;
     Ok(())
 }
