@@ -43,7 +43,7 @@ use cep_index::{Alert, FieldRef, Fire, LevelIndex};
 use cep_nfa::compile::{Options, compile};
 use cep_nfa::engine::{Engine, StreamEvent};
 use cep_nfa::select::{EngineChoice, QueryEngine};
-use cep_nfa::stack::{Construction, MatchRef, StackEngine};
+use cep_nfa::stack::{Construction, MatchCount, MatchRef, StackEngine};
 
 use crate::baseline::levels::TwoBTreeMaps;
 use crate::baseline::naive::Naive;
@@ -282,6 +282,18 @@ impl Tally {
         }
     }
 
+    /// Counting mode: `c.count` matches ending at one event.
+    #[inline]
+    fn add_count(&mut self, c: &MatchCount) {
+        self.matches += u64::try_from(c.count).unwrap_or(u64::MAX);
+        if self.check {
+            let mut h = DefaultHasher::new();
+            hash_value(&c.key, &mut h);
+            (c.row, c.count).hash(&mut h);
+            self.digest = self.digest.wrapping_add(h.finish());
+        }
+    }
+
     #[inline]
     fn add_timer(&mut self, deadline: i64, value: u32) {
         self.matches += 1;
@@ -458,6 +470,30 @@ fn stack_visit(
                 engine.finish_to(&mut visit);
                 let live = stats.entries + stats.pending;
                 Some(Partials { live, bytes_each: stats.state_bytes.checked_div(live).unwrap_or(0) })
+            })
+        })
+    })
+}
+
+/// The stack engine in counting mode: per event, the number of matches
+/// ending at it, without enumerating them.
+fn stack_count(name: &'static str, query: String, schema: fn() -> Schema, stream: Rc<Stream<Event>>) -> Contender {
+    Contender::new(name, move |n| {
+        let events = stream.get(n);
+        let query = query.clone();
+        Box::new(move |check| {
+            let prog = compile(&query, &mut schema(), &Options::default())
+                .unwrap_or_else(|e| panic!("the query does not compile: {e:?}"))
+                .programs
+                .remove(0);
+            let mut engine = StackEngine::new(prog, Construction::PerEvent).expect("the query qualifies");
+            measure(n, check, |tally| {
+                let mut visit = |c: &MatchCount| tally.add_count(c);
+                for e in &events[..n] {
+                    engine.push_count(e, &mut visit).expect("events in time order");
+                }
+                engine.finish_count(&mut visit);
+                None
             })
         })
     })
@@ -652,6 +688,8 @@ const W1B_SIZE: Size = Size { full: w1::TICKS, quick: 300_000 };
 /// Alerts per key of W1b: DESIGN.md's 100, or 10 in `--quick`.
 const W1B_PER_KEY: Size = Size { full: levels::PER_KEY, quick: 10 };
 const W2_ABD_SIZE: Size = Size { full: 2_000, quick: 400 };
+/// Counting mode runs on the paper's full stream.
+const W2_COUNT_SIZE: Size = Size { full: w2::EVENTS, quick: 2_000 };
 const W2_ABDC_SIZE: Size = Size { full: 300, quick: 150 };
 const W3_SIZE: Size = Size { full: w3::EVENTS, quick: 100_000 };
 const W4_SIZE: Size = Size { full: w4::EVENTS, quick: 100_000 };
@@ -892,6 +930,29 @@ pub fn workloads(scale: Scale) -> Vec<Workload> {
     }
     for kind in [Kind::ClusterFriendly, Kind::ClusterFree] {
         w2("SEQ(A,B,D)", w2::seq_abd, kind, *w2::WINDOWS.last().expect("windows"), W2_ABD_SIZE);
+    }
+    // Counting mode on the paper's full stream.
+    let n = W2_COUNT_SIZE.at(scale);
+    for (query, q) in [("SEQ(A,B,D)", w2::seq_abd as fn(i64) -> String), ("SEQ(A,B,D,C)", w2::seq_abdc)] {
+        for window in [w2::WINDOWS[0], *w2::WINDOWS.last().expect("windows")] {
+            let short = query.replace(['(', ')', ','], "").replace("SEQ", "").to_lowercase();
+            out.push(Workload {
+                name: format!("W2 {short} w{window} count"),
+                description: format!(
+                    "{query} skip-till-any-match WITHIN {window} over the first {} events of the uniform W2 stream, \
+                     counting mode: per event the number of matches ending at it, none enumerated (matches = \
+                     their sum; matches/s = matches counted per second)",
+                    thousands(n)
+                ),
+                size: W2_COUNT_SIZE,
+                events: n,
+                baseline: Baseline::None,
+                target: Target { text: "—".into(), check: Check::None },
+                expect: None,
+                series: None,
+                contenders: vec![stack_count("stack count", q(window), w2::schema, s.w2(Kind::Uniform))],
+            });
+        }
     }
 
     // W3: the CORE-style sequence.

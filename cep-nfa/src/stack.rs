@@ -62,6 +62,27 @@ impl MatchRef<'_> {
     }
 }
 
+/// Counting mode's report: how many matches end at one event.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct MatchCount {
+    /// The partition key (NULL without a partition).
+    pub key: Value,
+    /// ts of the event.
+    pub end: Timestamp,
+    /// Its row.
+    pub row: u64,
+    /// Matches ending at it (at least 1).
+    pub count: u128,
+}
+
+/// Where the matches an engine call finds go.
+enum Out<'a> {
+    /// Every match, borrowed.
+    Matches(&'a mut dyn FnMut(&MatchRef<'_>)),
+    /// Per event, the number of matches ending at it.
+    Counts(&'a mut dyn FnMut(&MatchCount)),
+}
+
 /// How the stack engine builds matches.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Construction {
@@ -297,6 +318,9 @@ struct Build {
     order: Vec<u32>,
     /// The rows of the match being emitted.
     rows: Vec<u64>,
+    /// Counting mode's prefix sums (this level and the next).
+    counts: Vec<u128>,
+    counts_next: Vec<u128>,
 }
 
 /// Events between batches when the query has no window.
@@ -420,11 +444,50 @@ impl<E: StreamEvent> StackEngine<E> {
     /// assert_eq!(seen, [vec![0, 2], vec![1, 2]]);
     /// ```
     pub fn push_to(&mut self, e: &E, visit: &mut dyn FnMut(&MatchRef<'_>)) -> Result<(), LateEvent> {
+        self.push_out(e, &mut Out::Matches(visit))
+    }
+
+    /// Counting mode: [`push`](Self::push), reporting for each event that
+    /// ends matches how many, without building them when no condition links
+    /// two variables (then the cost per event is linear in the entries in
+    /// its window, not in its matches); with such conditions the matches
+    /// are enumerated and counted.
+    ///
+    /// # Examples
+    /// ```
+    /// use cep_core::{Event, Schema, Sym};
+    /// use cep_nfa::compile::{compile, Options};
+    /// use cep_nfa::stack::{Construction, StackEngine};
+    /// let q = "PATTERN SEQ(A a, B b, D d) WHERE skip-till-any-match WITHIN 9";
+    /// let prog = compile(q, &mut Schema::new(), &Options::default()).unwrap().programs.remove(0);
+    /// let mut engine = StackEngine::new(prog, Construction::PerEvent).unwrap();
+    /// let mut counts = Vec::new();
+    /// for (ty, ts) in [("A", 1), ("B", 3), ("A", 4), ("D", 5), ("B", 6), ("D", 7), ("D", 9)] {
+    ///     let e = Event::new(Sym::new(ty), ts, ts as u64, vec![]);
+    ///     engine.push_count(&e, &mut |c| counts.push((c.row, c.count))).unwrap();
+    /// }
+    /// assert_eq!(counts, [(5, 1), (7, 3), (9, 3)]);
+    /// ```
+    pub fn push_count(&mut self, e: &E, visit: &mut dyn FnMut(&MatchCount)) -> Result<(), LateEvent> {
+        self.push_out(e, &mut Out::Counts(visit))
+    }
+
+    /// Counting mode's [`advance`](Self::advance).
+    pub fn advance_count(&mut self, wm: Timestamp, visit: &mut dyn FnMut(&MatchCount)) {
+        self.advance_out(wm, &mut Out::Counts(visit));
+    }
+
+    /// Counting mode's [`finish`](Self::finish).
+    pub fn finish_count(&mut self, visit: &mut dyn FnMut(&MatchCount)) {
+        self.finish_out(&mut Out::Counts(visit));
+    }
+
+    fn push_out(&mut self, e: &E, out: &mut Out<'_>) -> Result<(), LateEvent> {
         let ts = e.timestamp();
         if ts < self.watermark {
             return Err(LateEvent { ts, watermark: self.watermark });
         }
-        self.advance_to(ts, visit);
+        self.advance_out(ts, out);
         let row = e.row().unwrap_or(self.seq);
         self.seq += 1;
         self.stats.events += 1;
@@ -488,7 +551,7 @@ impl<E: StreamEvent> StackEngine<E> {
             if k == n - 1 {
                 match self.construction {
                     Construction::PerEvent => {
-                        let (p, m) = build_cluster(prog, &self.cross, part, &[abs], self.width, &mut self.build, visit);
+                        let (p, m) = build_cluster(prog, &self.cross, part, &[abs], self.width, &mut self.build, out);
                         self.stats.clusters += 1;
                         self.stats.prefixes += p;
                         self.stats.matches += m;
@@ -503,7 +566,7 @@ impl<E: StreamEvent> StackEngine<E> {
             }
         }
         if self.construction == Construction::Batch && self.batch_due(ts) {
-            self.build_batches(visit);
+            self.build_batches(out);
         }
         Ok(())
     }
@@ -526,6 +589,10 @@ impl<E: StreamEvent> StackEngine<E> {
 
     /// [`advance`](Self::advance), handing matches to `visit`.
     pub fn advance_to(&mut self, wm: Timestamp, visit: &mut dyn FnMut(&MatchRef<'_>)) {
+        self.advance_out(wm, &mut Out::Matches(visit));
+    }
+
+    fn advance_out(&mut self, wm: Timestamp, out: &mut Out<'_>) {
         if wm <= self.watermark {
             return;
         }
@@ -538,7 +605,7 @@ impl<E: StreamEvent> StackEngine<E> {
             };
             self.events_since_batch = 0;
         } else if self.construction == Construction::Batch && self.batch_due(wm) {
-            self.build_batches(visit);
+            self.build_batches(out);
         }
     }
 
@@ -549,14 +616,18 @@ impl<E: StreamEvent> StackEngine<E> {
 
     /// [`finish`](Self::finish), handing matches to `visit`.
     pub fn finish_to(&mut self, visit: &mut dyn FnMut(&MatchRef<'_>)) {
+        self.finish_out(&mut Out::Matches(visit));
+    }
+
+    fn finish_out(&mut self, out: &mut Out<'_>) {
         if !self.dirty.is_empty() {
-            self.build_batches(visit);
+            self.build_batches(out);
         }
         self.watermark = Timestamp::MAX;
     }
 
     /// Builds every pending cluster of every partition.
-    fn build_batches(&mut self, visit: &mut dyn FnMut(&MatchRef<'_>)) {
+    fn build_batches(&mut self, out: &mut Out<'_>) {
         let dirty = std::mem::take(&mut self.dirty);
         for &pid in &dirty {
             let part = &mut self.parts[pid as usize];
@@ -567,7 +638,7 @@ impl<E: StreamEvent> StackEngine<E> {
                 let link = last.get(pending[i]).link;
                 let j = i + pending[i..].iter().take_while(|&&a| last.get(a).link == link).count();
                 let members = &pending[i..j];
-                let (p, m) = build_cluster(&self.prog, &self.cross, part, members, self.width, &mut self.build, visit);
+                let (p, m) = build_cluster(&self.prog, &self.cross, part, members, self.width, &mut self.build, out);
                 self.stats.clusters += 1;
                 self.stats.prefixes += p;
                 self.stats.matches += m;
@@ -620,10 +691,26 @@ fn build_cluster<E>(
     members: &[u64],
     width: usize,
     b: &mut Build,
-    visit: &mut dyn FnMut(&MatchRef<'_>),
+    out: &mut Out<'_>,
 ) -> (u64, u64) {
     let n = prog.elements.len();
     let last = &part.stacks[n - 1];
+    let linked = cross.iter().any(|c| !c.is_empty()) || prog.elements.iter().any(|e| !e.completion.is_empty());
+    if let Out::Counts(visit) = out
+        && !linked
+    {
+        // No condition between variables: count by dynamic programming.
+        let mut total = 0;
+        for &m in members {
+            let x = *last.get(m);
+            let count = count_paths(prog.window, part, &x, &mut b.counts, &mut b.counts_next);
+            if count > 0 {
+                visit(&MatchCount { key: part.key, end: x.ts, row: x.row, count });
+            }
+            total += count;
+        }
+        return (0, u64::try_from(total).unwrap_or(u64::MAX));
+    }
     let first = *last.get(members[0]);
     b.prefixes.clear();
     b.prefix_regs.clear();
@@ -652,13 +739,16 @@ fn build_cluster<E>(
         let x = *last.get(m);
         let frame = last.frame(m, width);
         let bound = Bound::of(prog.window, &x);
-        for &p in &b.order {
+        let before = matches;
+        // Prefixes are in row order, so by their first event: those this
+        // member's window admits are a suffix. Every prefix visited below
+        // is a match unless a condition fails.
+        let first_event = |p: u32| *part.stacks[0].get(b.prefixes[p as usize * (n - 1)]);
+        let skip = if n > 1 { b.order.partition_point(|&p| !bound.admits(&first_event(p))) } else { 0 };
+        for &p in &b.order[skip..] {
             let p = p as usize;
             let path = &b.prefixes[p * (n - 1)..(p + 1) * (n - 1)];
             let e1 = if n > 1 { *part.stacks[0].get(path[0]) } else { x };
-            if !bound.admits(&e1) {
-                continue;
-            }
             b.regs.clear();
             b.regs.extend_from_slice(&b.prefix_regs[p * prog.regs..(p + 1) * prog.regs]);
             crate::engine::apply_updates(&el.updates, &mut b.regs, frame, 0);
@@ -671,11 +761,76 @@ fn build_cluster<E>(
             b.rows.clear();
             b.rows.extend(path.iter().enumerate().map(|(k, &a)| part.stacks[k].get(a).row));
             b.rows.push(x.row);
-            visit(&MatchRef { key: part.key, start: e1.ts, end: x.ts, rows: &b.rows });
+            if let Out::Matches(visit) = out {
+                visit(&MatchRef { key: part.key, start: e1.ts, end: x.ts, rows: &b.rows });
+            }
             matches += 1;
+        }
+        if let Out::Counts(visit) = out
+            && matches > before
+        {
+            visit(&MatchCount { key: part.key, end: x.ts, row: x.row, count: u128::from(matches - before) });
         }
     }
     (count as u64, matches)
+}
+
+/// The number of paths ending at accepting entry `x` whose first event is
+/// in the window, without enumerating them: level by level, the number of
+/// paths ending at each entry is the prefix sum of the previous level's up
+/// to the entry's link. Only the entries between the window's start and
+/// the link chain from `x` take part, so the cost is linear in the entries
+/// of the window.
+fn count_paths(window: Option<Window>, part: &Part, x: &Entry, prefix: &mut Vec<u128>, next: &mut Vec<u128>) -> u128 {
+    let n = part.stacks.len();
+    if n == 1 {
+        return 1;
+    }
+    let bound = Bound::of(window, x);
+    // Level n - 2 upwards: entries at or below `upper`, not older than the bound.
+    let mut upper = x.link;
+    let mut ranges = [(0u64, 0u64); 64];
+    for k in (0..n - 1).rev() {
+        let s = &part.stacks[k];
+        if upper == NONE || upper < s.bottom() {
+            return 0;
+        }
+        let top = upper.min(s.end() - 1);
+        // The first entry the bound admits (entries are in time order).
+        let (mut lo, mut hi) = (s.bottom(), top + 1);
+        while lo < hi {
+            let mid = lo + (hi - lo) / 2;
+            if bound.admits(s.get(mid)) { hi = mid } else { lo = mid + 1 }
+        }
+        if lo > top {
+            return 0;
+        }
+        ranges[k] = (lo, top);
+        upper = if k > 0 { s.get(top).link } else { NONE };
+    }
+    // prefix[i] = paths ending at or below entry start + i of the current level.
+    let (start0, top0) = ranges[0];
+    let mut prev_start = start0;
+    prefix.clear();
+    prefix.extend((1..=top0 - start0 + 1).map(u128::from));
+    for (k, &(start, top)) in ranges.iter().enumerate().take(n - 1).skip(1) {
+        let s = &part.stacks[k];
+        next.clear();
+        let mut acc = 0u128;
+        for abs in start..=top {
+            let link = s.get(abs).link;
+            let below = if link == NONE || link < prev_start {
+                0
+            } else {
+                prefix[((link - prev_start) as usize).min(prefix.len() - 1)]
+            };
+            acc += below;
+            next.push(acc);
+        }
+        std::mem::swap(prefix, next);
+        prev_start = start;
+    }
+    *prefix.last().unwrap_or(&0)
 }
 
 /// The window bound a path's first event must meet for a match ending at a

@@ -109,6 +109,31 @@ fn check(query: &str, events: &[Event], schema: &Schema, with_reference: bool) -
     Ok(())
 }
 
+/// Counting mode against enumeration: per event, the number of matches
+/// ending at it, in both constructions.
+fn check_counts(query: &str, events: &[Event], schema: &Schema) -> Result<(), TestCaseError> {
+    let file = parse(query).map_err(|d| TestCaseError::fail(d.render(query, "q")))?;
+    let prog = || compile_file(&file, &mut schema.clone(), &Options::default()).unwrap().programs.remove(0);
+    let mut want: std::collections::BTreeMap<u64, u128> = Default::default();
+    for m in run_stack(prog(), Construction::PerEvent, events) {
+        *want.entry(*m.vars.last().unwrap().last().unwrap()).or_default() += 1;
+    }
+    for how in [Construction::PerEvent, Construction::Batch] {
+        let mut engine = StackEngine::new(prog(), how).unwrap();
+        let mut got: std::collections::BTreeMap<u64, u128> = Default::default();
+        let mut take = |c: &cep_nfa::stack::MatchCount| {
+            assert!(c.count > 0);
+            assert!(got.insert(c.row, c.count).is_none(), "row {} counted twice", c.row);
+        };
+        for e in events {
+            engine.push_count(e, &mut take).unwrap();
+        }
+        engine.finish_count(&mut take);
+        prop_assert_eq!(&got, &want, "{:?}: {}", how, query);
+    }
+    Ok(())
+}
+
 fn config() -> ProptestConfig {
     let cases = std::env::var("CEP_PROPTEST_CASES").ok().and_then(|s| s.parse().ok()).unwrap_or(1000);
     ProptestConfig { cases, max_shrink_iters: 2000, ..ProptestConfig::default() }
@@ -120,6 +145,11 @@ proptest! {
     #[test]
     fn stack_equals_run_and_reference(query in arb_query(), (events, schema) in support::arb_events()) {
         check(&query, &events, &schema, true)?;
+    }
+
+    #[test]
+    fn counting_equals_enumeration(query in arb_query(), (events, schema) in arb_events(80)) {
+        check_counts(&query, &events, &schema)?;
     }
 
     #[test]

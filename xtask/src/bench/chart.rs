@@ -157,10 +157,7 @@ fn w2_rates(path: &Path, workloads: &[Workload], rows: &[Row]) -> Drawn {
     )?;
     let (left, right) = root.split_horizontally(650);
     let all: Vec<Point> = ratios.values().chain(rates.values()).flatten().copied().collect();
-    let (wlo, whi) = (
-        all.iter().map(|p| p.0).min().unwrap_or(0) - 50,
-        all.iter().map(|p| p.0).max().unwrap_or(1) + 50,
-    );
+    let (wlo, whi) = (all.iter().map(|p| p.0).min().unwrap_or(0) - 50, all.iter().map(|p| p.0).max().unwrap_or(1) + 50);
 
     let top = ratios.values().chain(paper.values()).flatten().map(|p| p.1).fold(1.0, f64::max) * 1.15;
     let mut chart = ChartBuilder::on(&left)
