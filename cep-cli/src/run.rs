@@ -68,8 +68,9 @@ pub struct RunArgs {
     #[arg(long, value_name = "auto|run|stack", default_value = "auto")]
     engine: String,
     /// How the stack engine builds matches: per-event (as each last event
-    /// arrives) or batch (aggregated links, up to one window later).
-    #[arg(long, value_name = "per-event|batch", default_value = "per-event")]
+    /// arrives), batch (aggregated links, up to one window later) or direct
+    /// (as each last event arrives, enumerated forwards in row order).
+    #[arg(long, value_name = "per-event|batch|direct", default_value = "direct")]
     construction: String,
 }
 
@@ -80,8 +81,11 @@ pub(crate) fn engine_options(engine: &str, construction: &str) -> Result<(Engine
     let construction = match construction {
         "per-event" => Construction::PerEvent,
         "batch" => Construction::Batch,
+        "direct" => Construction::Direct,
         other => {
-            return Err(Failure::bad_input(format!("unknown --construction `{other}`: expected per-event or batch")));
+            return Err(Failure::bad_input(format!(
+                "unknown --construction `{other}`: expected per-event, batch or direct"
+            )));
         }
     };
     Ok((choice, construction))

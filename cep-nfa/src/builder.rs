@@ -163,14 +163,7 @@ impl<E: 'static> PatternBuilder<E> {
     /// Adds a condition on each event considered for `el`.
     pub fn condition(&mut self, el: ElementId, f: impl Fn(&E, &Ctx<'_>) -> bool + Send + Sync + 'static) -> &mut Self {
         let pred: EventPred<E> = Box::new(move |e, frame, regs| f(e, &Ctx { frame, regs }));
-        self.prog.elements[el.0].conds.push(Cond {
-            pred,
-            frame_pred: None,
-            skip_first: false,
-            earliest: Some(0),
-            own_regs: true,
-            text: "(closure)".to_owned(),
-        });
+        self.prog.elements[el.0].conds.push(closure_cond(pred));
         self
     }
 
@@ -222,14 +215,7 @@ impl<E: 'static> PatternBuilder<E> {
             types: vec!["(closure)".to_owned()],
             after,
             accepts: Box::new(accepts),
-            early: vec![Cond {
-                pred,
-                frame_pred: None,
-                skip_first: false,
-                earliest: Some(0),
-                own_regs: true,
-                text: "(closure)".to_owned(),
-            }],
+            early: vec![closure_cond(pred)],
             late: Vec::new(),
             deferred: None,
         });
@@ -250,14 +236,7 @@ impl<E: 'static> PatternBuilder<E> {
             var: var.to_owned(),
             types: vec!["(closure)".to_owned()],
             accepts: Box::new(accepts),
-            conds: vec![Cond {
-                pred,
-                frame_pred: None,
-                skip_first: false,
-                earliest: Some(0),
-                own_regs: true,
-                text: "(closure)".to_owned(),
-            }],
+            conds: vec![closure_cond(pred)],
             quiet,
         });
         self
@@ -317,4 +296,10 @@ impl<E: 'static> PatternBuilder<E> {
         }
         Ok(self.prog.finish())
     }
+}
+
+/// A condition from a closure over the event: it may read anything, so
+/// engines treat it as reading every register and the event itself.
+fn closure_cond<E>(pred: EventPred<E>) -> Cond<E> {
+    Cond { pred, frame_pred: None, skip_first: false, earliest: Some(0), own_regs: true, text: "(closure)".to_owned() }
 }

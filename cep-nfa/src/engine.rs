@@ -509,12 +509,7 @@ impl<E: StreamEvent> Engine<E> {
         self.stats.events += 1;
         let (any, trail_acc) = self.accept(e);
         let prog = &self.prog;
-        let key = match &prog.key {
-            None => Value::Null,
-            Some((_, FrameSlot::At(i))) => e.field(*i),
-            Some((_, FrameSlot::Field(f))) => f(e),
-            Some((_, FrameSlot::Prev { .. })) => Value::Null,
-        };
+        let key = partition_key(prog, e);
         let pid = match self.index.get(&key) {
             Some(p) => p,
             None => {
@@ -1169,6 +1164,17 @@ fn settle<E>(
         buffer.release(child.node);
     }
     pended
+}
+
+/// The partition key of `e` (NULL without a partition).
+#[inline]
+pub(crate) fn partition_key<E: StreamEvent>(prog: &Program<E>, e: &E) -> Value {
+    match &prog.key {
+        None => Value::Null,
+        Some((_, FrameSlot::At(i))) => e.field(*i),
+        Some((_, FrameSlot::Field(f))) => f(e),
+        Some((_, FrameSlot::Prev { .. })) => Value::Null,
+    }
 }
 
 pub(crate) fn apply_updates(updates: &[RegUpdate], regs: &mut [Value], frame: &[Value], count_before: u32) {

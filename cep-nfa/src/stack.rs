@@ -90,6 +90,12 @@ pub enum Construction {
     PerEvent,
     /// Aggregated-link clusters, built in batches at window boundaries.
     Batch,
+    /// Beyond the paper: each accepting event's matches as it arrives,
+    /// enumerated forwards in row order from the stacks' link structure,
+    /// touching only entries that lead to a match: O(k log w) work per
+    /// match for k elements and w entries in the window, nothing wasted.
+    /// Queries with conditions between variables fall back to `PerEvent`.
+    Direct,
 }
 
 /// Why a program cannot run on the stack engine, or `Ok` when it can.
@@ -293,6 +299,9 @@ pub struct StackEngine<E> {
     dirty: Vec<u32>,
     build: Build,
     stats: StackStats,
+    /// Some condition links two variables (or a completion condition
+    /// reads registers): matches must be built to be checked.
+    linked: bool,
 }
 
 impl<E> std::fmt::Debug for StackEngine<E> {
@@ -341,7 +350,9 @@ impl<E: StreamEvent> StackEngine<E> {
                 }
             }
         }
+        let linked = cross.iter().any(|c| !c.is_empty()) || prog.elements.iter().any(|e| !e.completion.is_empty());
         Ok(StackEngine {
+            linked,
             width: prog.frame.len(),
             frame: vec![Value::Null; prog.frame.len()],
             null_regs: vec![Value::Null; prog.regs],
@@ -492,12 +503,7 @@ impl<E: StreamEvent> StackEngine<E> {
         self.seq += 1;
         self.stats.events += 1;
         let prog = &self.prog;
-        let key = match &prog.key {
-            None => Value::Null,
-            Some((_, FrameSlot::At(i))) => e.field(*i),
-            Some((_, FrameSlot::Field(f))) => f(e),
-            Some((_, FrameSlot::Prev { .. })) => Value::Null,
-        };
+        let key = crate::engine::partition_key(prog, e);
         let n = prog.elements.len();
         let pid = match self.index.get(&key) {
             Some(p) => p,
@@ -550,7 +556,13 @@ impl<E: StreamEvent> StackEngine<E> {
             let abs = part.stacks[k].push(Entry { ts, pos, row, link }, &self.frame);
             if k == n - 1 {
                 match self.construction {
-                    Construction::PerEvent => {
+                    Construction::Direct if !self.linked && matches!(out, Out::Matches(_)) => {
+                        let x = *part.stacks[n - 1].get(abs);
+                        let Out::Matches(visit) = out else { unreachable!("checked") };
+                        self.stats.matches += enumerate_direct(prog.window, part, &x, &mut self.build, *visit);
+                        self.stats.clusters += 1;
+                    }
+                    Construction::PerEvent | Construction::Direct => {
                         let (p, m) = build_cluster(prog, &self.cross, part, &[abs], self.width, &mut self.build, out);
                         self.stats.clusters += 1;
                         self.stats.prefixes += p;
@@ -773,6 +785,91 @@ fn build_cluster<E>(
         }
     }
     (count as u64, matches)
+}
+
+/// The entries of each level that can be on a path ending at `x` within the
+/// window: `(first, last)` absolute indices for levels `0..n - 1`, where
+/// `first` is the oldest entry the window admits *and* that links down to a
+/// usable entry of the level below (so every listed entry leads to a
+/// match); `None` when no path exists. Links ascend with the entries, so
+/// each bound is a binary search.
+fn usable_ranges(window: Option<Window>, part: &Part, x: &Entry) -> Option<[(u64, u64); 64]> {
+    let n = part.stacks.len();
+    let bound = Bound::of(window, x);
+    let mut ranges = [(0u64, 0u64); 64];
+    let mut upper = x.link;
+    for k in (0..n - 1).rev() {
+        let s = &part.stacks[k];
+        if upper == NONE || upper < s.bottom() {
+            return None;
+        }
+        let top = upper.min(s.end() - 1);
+        let first = first_in(s, s.bottom(), top, |e| bound.admits(e))?;
+        ranges[k] = (first, top);
+        upper = if k > 0 { s.get(top).link } else { NONE };
+    }
+    for k in 1..n - 1 {
+        let below = ranges[k - 1].0;
+        let (first, top) = ranges[k];
+        ranges[k].0 = first_in(&part.stacks[k], first, top, |e| e.link != NONE && e.link >= below)?;
+    }
+    Some(ranges)
+}
+
+/// The first entry of `s` in `lo..=hi` for which the monotone `ok` holds.
+fn first_in(s: &Stack, lo: u64, hi: u64, ok: impl Fn(&Entry) -> bool) -> Option<u64> {
+    let (mut lo, mut end) = (lo, hi + 1);
+    while lo < end {
+        let mid = lo + (end - lo) / 2;
+        if ok(s.get(mid)) { end = mid } else { lo = mid + 1 }
+    }
+    (lo <= hi).then_some(lo)
+}
+
+/// Hands every match ending at `x` to `visit` in row order, enumerating
+/// forwards: each level's entries from the first that links down to the
+/// entry chosen below, up to the range's end. Every step extends a path
+/// that completes, so the work is O(k log w) per match. Returns the number
+/// of matches.
+fn enumerate_direct(
+    window: Option<Window>,
+    part: &Part,
+    x: &Entry,
+    b: &mut Build,
+    visit: &mut dyn FnMut(&MatchRef<'_>),
+) -> u64 {
+    let n = part.stacks.len();
+    b.rows.clear();
+    if n == 1 {
+        b.rows.push(x.row);
+        visit(&MatchRef { key: part.key, start: x.ts, end: x.ts, rows: &b.rows });
+        return 1;
+    }
+    let Some(ranges) = usable_ranges(window, part, x) else { return 0 };
+    let last = n - 2;
+    let cur = &mut b.path;
+    cur[0] = ranges[0].0;
+    let mut from = 1; // levels from here up are filled with their first choice
+    let mut count = 0;
+    loop {
+        for k in from..=last {
+            let (first, top) = ranges[k];
+            let below = cur[k - 1];
+            cur[k] =
+                first_in(&part.stacks[k], first, top, |e| e.link >= below).expect("the range's top links at or above");
+        }
+        b.rows.clear();
+        b.rows.extend((0..=last).map(|k| part.stacks[k].get(cur[k]).row));
+        b.rows.push(x.row);
+        let start = part.stacks[0].get(cur[0]).ts;
+        visit(&MatchRef { key: part.key, start, end: x.ts, rows: &b.rows });
+        count += 1;
+        // The next path in row order: advance the deepest level that can.
+        let Some(k) = (0..=last).rev().find(|&k| cur[k] < ranges[k].1) else { break };
+        cur[k] += 1;
+        from = k + 1;
+    }
+    count
 }
 
 /// The number of paths ending at accepting entry `x` whose first event is

@@ -54,13 +54,8 @@ fn fmt_key(v: Value) -> String {
     v.to_string()
 }
 
-fn config() -> ProptestConfig {
-    let cases = std::env::var("CEP_PROPTEST_CASES").ok().and_then(|s| s.parse().ok()).unwrap_or(1000);
-    ProptestConfig { cases, max_shrink_iters: 2000, ..ProptestConfig::default() }
-}
-
 proptest! {
-    #![proptest_config(config())]
+    #![proptest_config(support::config())]
 
     #[test]
     fn skip_till_any_match(case in arb_case("skip-till-any-match")) {

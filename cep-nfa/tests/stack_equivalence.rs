@@ -104,6 +104,8 @@ fn check(query: &str, events: &[Event], schema: &Schema, with_reference: bool) -
     // Per event: every match is emitted when its last event arrives, as in
     // the run engine, in the same order.
     prop_assert_eq!(&per_event, &want, "per event: {}", query);
+    let direct = run_stack(compile(&mut schema.clone()).unwrap(), Construction::Direct, events);
+    prop_assert_eq!(&direct, &want, "direct: {}", query);
     let batch = run_stack(compile(&mut schema.clone()).unwrap(), Construction::Batch, events);
     prop_assert_eq!(sorted(batch), sorted(want), "batch: {}", query);
     Ok(())
@@ -134,13 +136,8 @@ fn check_counts(query: &str, events: &[Event], schema: &Schema) -> Result<(), Te
     Ok(())
 }
 
-fn config() -> ProptestConfig {
-    let cases = std::env::var("CEP_PROPTEST_CASES").ok().and_then(|s| s.parse().ok()).unwrap_or(1000);
-    ProptestConfig { cases, max_shrink_iters: 2000, ..ProptestConfig::default() }
-}
-
 proptest! {
-    #![proptest_config(config())]
+    #![proptest_config(support::config())]
 
     #[test]
     fn stack_equals_run_and_reference(query in arb_query(), (events, schema) in support::arb_events()) {

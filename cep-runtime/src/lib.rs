@@ -185,10 +185,10 @@ pub const LEVEL_KEY_FIELD: &str = "key";
 
 impl Runner {
     /// A runner for these programs, dropping late events; each query runs on
-    /// the engine [`EngineChoice::Auto`] picks (the stack engine builds each
-    /// match when its last event arrives).
+    /// the engine [`EngineChoice::Auto`] picks (the stack engine enumerates
+    /// each event's matches directly when it arrives).
     pub fn new(programs: Vec<Program<Event>>) -> Runner {
-        Runner::with_engines(programs, EngineChoice::Auto, Construction::PerEvent).expect("Auto runs every query")
+        Runner::with_engines(programs, EngineChoice::Auto, Construction::Direct).expect("Auto runs every query")
     }
 
     /// A runner whose queries run on the engine `choice` gives them, the

@@ -381,3 +381,10 @@ fn render(
     q.push_str(tail);
     q
 }
+
+/// The property-test configuration: `CEP_PROPTEST_CASES` cases (1,000 by
+/// default), with room to shrink.
+pub fn config() -> ProptestConfig {
+    let cases = std::env::var("CEP_PROPTEST_CASES").ok().and_then(|s| s.parse().ok()).unwrap_or(1000);
+    ProptestConfig { cases, max_shrink_iters: 2000, ..ProptestConfig::default() }
+}
