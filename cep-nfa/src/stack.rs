@@ -25,6 +25,7 @@
 //!   up to one window length (in event time) after its last event.
 
 use std::collections::VecDeque;
+use std::ops::ControlFlow;
 
 use cep_core::keys::KeyIndex;
 use cep_core::{Match, Timestamp, Value};
@@ -76,11 +77,49 @@ pub struct MatchCount {
 }
 
 /// Where the matches an engine call finds go.
-enum Out<'a> {
-    /// Every match, borrowed.
-    Matches(&'a mut dyn FnMut(&MatchRef<'_>)),
+enum Sink<'a> {
+    /// Every match, borrowed, until the visitor says stop.
+    Matches(&'a mut dyn FnMut(&MatchRef<'_>) -> ControlFlow<()>),
     /// Per event, the number of matches ending at it.
     Counts(&'a mut dyn FnMut(&MatchCount)),
+}
+
+/// A [`Sink`] and whether its visitor has asked to stop.
+struct Out<'a> {
+    sink: Sink<'a>,
+    stopped: bool,
+}
+
+impl<'a> Out<'a> {
+    fn matches(f: &'a mut dyn FnMut(&MatchRef<'_>) -> ControlFlow<()>) -> Out<'a> {
+        Out { sink: Sink::Matches(f), stopped: false }
+    }
+
+    fn counts(f: &'a mut dyn FnMut(&MatchCount)) -> Out<'a> {
+        Out { sink: Sink::Counts(f), stopped: false }
+    }
+
+    fn is_counts(&self) -> bool {
+        matches!(self.sink, Sink::Counts(_))
+    }
+
+    /// Hands over a match; false once the visitor has asked to stop.
+    #[inline]
+    fn send(&mut self, m: &MatchRef<'_>) -> bool {
+        if let Sink::Matches(f) = &mut self.sink
+            && !self.stopped
+            && f(m).is_break()
+        {
+            self.stopped = true;
+        }
+        !self.stopped
+    }
+
+    fn count(&mut self, c: &MatchCount) {
+        if let Sink::Counts(f) = &mut self.sink {
+            f(c);
+        }
+    }
 }
 
 /// How the stack engine builds matches.
@@ -92,9 +131,13 @@ pub enum Construction {
     Batch,
     /// Beyond the paper: each accepting event's matches as it arrives,
     /// enumerated forwards in row order from the stacks' link structure,
-    /// touching only entries that lead to a match: O(k log w) work per
-    /// match for k elements and w entries in the window, nothing wasted.
-    /// Queries with conditions between variables fall back to `PerEvent`.
+    /// touching only entries that lead to a match. Moving to the next match
+    /// advances the deepest level that can (O(1)) and refills the levels
+    /// above it by binary search, so the work is O(1) per match when
+    /// prefixes have many extensions and O(k log w) at worst (k elements, w
+    /// entries in the window); it stops as soon as a consumer does
+    /// ([`StackEngine::push_until`]). Queries with conditions between
+    /// variables fall back to `PerEvent`.
     Direct,
 }
 
@@ -455,7 +498,47 @@ impl<E: StreamEvent> StackEngine<E> {
     /// assert_eq!(seen, [vec![0, 2], vec![1, 2]]);
     /// ```
     pub fn push_to(&mut self, e: &E, visit: &mut dyn FnMut(&MatchRef<'_>)) -> Result<(), LateEvent> {
-        self.push_out(e, &mut Out::Matches(visit))
+        let mut go = |m: &MatchRef<'_>| {
+            visit(m);
+            ControlFlow::Continue(())
+        };
+        self.push_out(e, &mut Out::matches(&mut go))
+    }
+
+    /// [`push_to`](Self::push_to) for a visitor that may stop early: once it
+    /// returns `Break`, no more matches of this call are built (with direct
+    /// construction the enumeration stops right there, so a consumer that
+    /// takes a few of an event's millions of matches pays for a few). The
+    /// rest of this call's matches are dropped; the engine's state is as
+    /// after a full call, so later events match as usual.
+    ///
+    /// # Examples
+    /// ```
+    /// use std::ops::ControlFlow;
+    /// use cep_core::{Event, Schema, Sym};
+    /// use cep_nfa::compile::{compile, Options};
+    /// use cep_nfa::stack::{Construction, StackEngine};
+    /// let q = "PATTERN SEQ(A a, B b) WHERE skip-till-any-match";
+    /// let prog = compile(q, &mut Schema::new(), &Options::default()).unwrap().programs.remove(0);
+    /// let mut engine = StackEngine::new(prog, Construction::Direct).unwrap();
+    /// let mut first = Vec::new();
+    /// for row in 0..1000 {
+    ///     engine.push_until(&Event::new(Sym::new("A"), row, row as u64, vec![]), &mut |_| ControlFlow::Continue(())).unwrap();
+    /// }
+    /// // 1,000 matches end at this B; take two.
+    /// let b = Event::new(Sym::new("B"), 1000, 1000, vec![]);
+    /// engine.push_until(&b, &mut |m| {
+    ///     first.push(m.rows.to_vec());
+    ///     if first.len() == 2 { ControlFlow::Break(()) } else { ControlFlow::Continue(()) }
+    /// }).unwrap();
+    /// assert_eq!(first, [vec![0, 1000], vec![1, 1000]]);
+    /// ```
+    pub fn push_until(
+        &mut self,
+        e: &E,
+        visit: &mut dyn FnMut(&MatchRef<'_>) -> ControlFlow<()>,
+    ) -> Result<(), LateEvent> {
+        self.push_out(e, &mut Out::matches(visit))
     }
 
     /// Counting mode: [`push`](Self::push), reporting for each event that
@@ -480,17 +563,17 @@ impl<E: StreamEvent> StackEngine<E> {
     /// assert_eq!(counts, [(5, 1), (7, 3), (9, 3)]);
     /// ```
     pub fn push_count(&mut self, e: &E, visit: &mut dyn FnMut(&MatchCount)) -> Result<(), LateEvent> {
-        self.push_out(e, &mut Out::Counts(visit))
+        self.push_out(e, &mut Out::counts(visit))
     }
 
     /// Counting mode's [`advance`](Self::advance).
     pub fn advance_count(&mut self, wm: Timestamp, visit: &mut dyn FnMut(&MatchCount)) {
-        self.advance_out(wm, &mut Out::Counts(visit));
+        self.advance_out(wm, &mut Out::counts(visit));
     }
 
     /// Counting mode's [`finish`](Self::finish).
     pub fn finish_count(&mut self, visit: &mut dyn FnMut(&MatchCount)) {
-        self.finish_out(&mut Out::Counts(visit));
+        self.finish_out(&mut Out::counts(visit));
     }
 
     fn push_out(&mut self, e: &E, out: &mut Out<'_>) -> Result<(), LateEvent> {
@@ -556,10 +639,9 @@ impl<E: StreamEvent> StackEngine<E> {
             let abs = part.stacks[k].push(Entry { ts, pos, row, link }, &self.frame);
             if k == n - 1 {
                 match self.construction {
-                    Construction::Direct if !self.linked && matches!(out, Out::Matches(_)) => {
+                    Construction::Direct if !self.linked && !out.is_counts() => {
                         let x = *part.stacks[n - 1].get(abs);
-                        let Out::Matches(visit) = out else { unreachable!("checked") };
-                        self.stats.matches += enumerate_direct(prog.window, part, &x, &mut self.build, *visit);
+                        self.stats.matches += enumerate_direct(prog.window, part, &x, &mut self.build, out);
                         self.stats.clusters += 1;
                     }
                     Construction::PerEvent | Construction::Direct => {
@@ -601,7 +683,11 @@ impl<E: StreamEvent> StackEngine<E> {
 
     /// [`advance`](Self::advance), handing matches to `visit`.
     pub fn advance_to(&mut self, wm: Timestamp, visit: &mut dyn FnMut(&MatchRef<'_>)) {
-        self.advance_out(wm, &mut Out::Matches(visit));
+        let mut go = |m: &MatchRef<'_>| {
+            visit(m);
+            ControlFlow::Continue(())
+        };
+        self.advance_out(wm, &mut Out::matches(&mut go));
     }
 
     fn advance_out(&mut self, wm: Timestamp, out: &mut Out<'_>) {
@@ -628,7 +714,11 @@ impl<E: StreamEvent> StackEngine<E> {
 
     /// [`finish`](Self::finish), handing matches to `visit`.
     pub fn finish_to(&mut self, visit: &mut dyn FnMut(&MatchRef<'_>)) {
-        self.finish_out(&mut Out::Matches(visit));
+        let mut go = |m: &MatchRef<'_>| {
+            visit(m);
+            ControlFlow::Continue(())
+        };
+        self.finish_out(&mut Out::matches(&mut go));
     }
 
     fn finish_out(&mut self, out: &mut Out<'_>) {
@@ -707,17 +797,18 @@ fn build_cluster<E>(
 ) -> (u64, u64) {
     let n = prog.elements.len();
     let last = &part.stacks[n - 1];
+    if out.stopped {
+        return (0, 0);
+    }
     let linked = cross.iter().any(|c| !c.is_empty()) || prog.elements.iter().any(|e| !e.completion.is_empty());
-    if let Out::Counts(visit) = out
-        && !linked
-    {
+    if out.is_counts() && !linked {
         // No condition between variables: count by dynamic programming.
         let mut total = 0;
         for &m in members {
             let x = *last.get(m);
             let count = count_paths(prog.window, part, &x, &mut b.counts, &mut b.counts_next);
             if count > 0 {
-                visit(&MatchCount { key: part.key, end: x.ts, row: x.row, count });
+                out.count(&MatchCount { key: part.key, end: x.ts, row: x.row, count });
             }
             total += count;
         }
@@ -773,15 +864,13 @@ fn build_cluster<E>(
             b.rows.clear();
             b.rows.extend(path.iter().enumerate().map(|(k, &a)| part.stacks[k].get(a).row));
             b.rows.push(x.row);
-            if let Out::Matches(visit) = out {
-                visit(&MatchRef { key: part.key, start: e1.ts, end: x.ts, rows: &b.rows });
-            }
             matches += 1;
+            if !out.send(&MatchRef { key: part.key, start: e1.ts, end: x.ts, rows: &b.rows }) {
+                return (count as u64, matches);
+            }
         }
-        if let Out::Counts(visit) = out
-            && matches > before
-        {
-            visit(&MatchCount { key: part.key, end: x.ts, row: x.row, count: u128::from(matches - before) });
+        if out.is_counts() && matches > before {
+            out.count(&MatchCount { key: part.key, end: x.ts, row: x.row, count: u128::from(matches - before) });
         }
     }
     (count as u64, matches)
@@ -831,18 +920,12 @@ fn first_in(s: &Stack, lo: u64, hi: u64, ok: impl Fn(&Entry) -> bool) -> Option<
 /// entry chosen below, up to the range's end. Every step extends a path
 /// that completes, so the work is O(k log w) per match. Returns the number
 /// of matches.
-fn enumerate_direct(
-    window: Option<Window>,
-    part: &Part,
-    x: &Entry,
-    b: &mut Build,
-    visit: &mut dyn FnMut(&MatchRef<'_>),
-) -> u64 {
+fn enumerate_direct(window: Option<Window>, part: &Part, x: &Entry, b: &mut Build, out: &mut Out<'_>) -> u64 {
     let n = part.stacks.len();
     b.rows.clear();
     if n == 1 {
         b.rows.push(x.row);
-        visit(&MatchRef { key: part.key, start: x.ts, end: x.ts, rows: &b.rows });
+        out.send(&MatchRef { key: part.key, start: x.ts, end: x.ts, rows: &b.rows });
         return 1;
     }
     let Some(ranges) = usable_ranges(window, part, x) else { return 0 };
@@ -862,8 +945,10 @@ fn enumerate_direct(
         b.rows.extend((0..=last).map(|k| part.stacks[k].get(cur[k]).row));
         b.rows.push(x.row);
         let start = part.stacks[0].get(cur[0]).ts;
-        visit(&MatchRef { key: part.key, start, end: x.ts, rows: &b.rows });
         count += 1;
+        if !out.send(&MatchRef { key: part.key, start, end: x.ts, rows: &b.rows }) {
+            break;
+        }
         // The next path in row order: advance the deepest level that can.
         let Some(k) = (0..=last).rev().find(|&k| cur[k] < ranges[k].1) else { break };
         cur[k] += 1;

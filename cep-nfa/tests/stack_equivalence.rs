@@ -136,12 +136,41 @@ fn check_counts(query: &str, events: &[Event], schema: &Schema) -> Result<(), Te
     Ok(())
 }
 
+/// A consumer that takes the first `k` matches of each event and stops
+/// gets exactly the first `k` of the full enumeration, in both immediate
+/// constructions.
+fn check_early_stop(query: &str, events: &[Event], schema: &Schema, k: usize) -> Result<(), TestCaseError> {
+    let file = parse(query).map_err(|d| TestCaseError::fail(d.render(query, "q")))?;
+    let prog = || compile_file(&file, &mut schema.clone(), &Options::default()).unwrap().programs.remove(0);
+    for how in [Construction::PerEvent, Construction::Direct] {
+        let (mut full, mut part) = (StackEngine::new(prog(), how).unwrap(), StackEngine::new(prog(), how).unwrap());
+        for e in events {
+            let mut all = Vec::new();
+            full.push_to(e, &mut |m| all.push(m.rows.to_vec())).unwrap();
+            let mut some = Vec::new();
+            part.push_until(e, &mut |m| {
+                some.push(m.rows.to_vec());
+                if some.len() == k { std::ops::ControlFlow::Break(()) } else { std::ops::ControlFlow::Continue(()) }
+            })
+            .unwrap();
+            all.truncate(k);
+            prop_assert_eq!(some, all, "{:?} row {}: {}", how, e.row, query);
+        }
+    }
+    Ok(())
+}
+
 proptest! {
     #![proptest_config(support::config())]
 
     #[test]
     fn stack_equals_run_and_reference(query in arb_query(), (events, schema) in support::arb_events()) {
         check(&query, &events, &schema, true)?;
+    }
+
+    #[test]
+    fn early_stop_takes_a_prefix(query in arb_query(), (events, schema) in arb_events(60), k in 1usize..4) {
+        check_early_stop(&query, &events, &schema, k)?;
     }
 
     #[test]
