@@ -125,6 +125,32 @@ impl Leaf {
         }
     }
 
+    /// The value as an int when every input is an int and nothing
+    /// overflows; `None` sends the caller to [`eval`](Self::eval).
+    #[inline(always)]
+    fn eval_int(self, f: &[Value], g: &[Value]) -> Option<i64> {
+        let int = |v: Value| match v {
+            Value::Int(x) => Some(x),
+            _ => None,
+        };
+        let apply = |x: i64, op: BinOp, c: Value| {
+            let c = int(c)?;
+            match op {
+                BinOp::Add => x.checked_add(c),
+                BinOp::Sub => x.checked_sub(c),
+                BinOp::Mul => x.checked_mul(c),
+                _ => None,
+            }
+        };
+        match self {
+            Leaf::Const(v) => int(v),
+            Leaf::Slot(s) => int(f[s]),
+            Leaf::Reg(r) => int(g[r]),
+            Leaf::SlotOp(s, op, c) => apply(int(f[s])?, op, c),
+            Leaf::RegOp(r, op, c) => apply(int(g[r])?, op, c),
+        }
+    }
+
     #[inline(always)]
     fn eval(self, f: &[Value], g: &[Value]) -> Value {
         match self {
@@ -178,7 +204,7 @@ fn cmp_fn(op: BinOp, a: &Node, b: &Node) -> BoolFn {
     // One closure per comparison whose sides are simple (the common
     // `x.f >= 1000`, `r.price * 100 >= PREV(r.price) * 102`): no inner calls.
     match (Leaf::of(a), Leaf::of(b)) {
-        (Some(la), Some(lb)) => Box::new(move |f, g| ops::compare(op, la.eval(f, g), lb.eval(f, g))),
+        (Some(la), Some(lb)) => leaf_cmp(op, la, lb),
         (Some(la), None) => {
             let b = value_fn(b);
             Box::new(move |f, g| ops::compare(op, la.eval(f, g), b(f, g)))
@@ -191,6 +217,34 @@ fn cmp_fn(op: BinOp, a: &Node, b: &Node) -> BoolFn {
             let (a, b) = (value_fn(a), value_fn(b));
             Box::new(move |f, g| ops::compare(op, a(f, g), b(f, g)))
         }
+    }
+}
+
+/// A comparison of two leaves, with the operator fixed at compile time and
+/// a fast path when both sides are ints (the generic path handles floats,
+/// NULL, strings and overflow).
+fn leaf_cmp(op: BinOp, la: Leaf, lb: Leaf) -> BoolFn {
+    fn make<const OP: u8>(op: BinOp, la: Leaf, lb: Leaf) -> BoolFn {
+        Box::new(move |f, g| match (la.eval_int(f, g), lb.eval_int(f, g)) {
+            (Some(x), Some(y)) => match OP {
+                0 => x == y,
+                1 => x != y,
+                2 => x < y,
+                3 => x <= y,
+                4 => x > y,
+                _ => x >= y,
+            },
+            _ => ops::compare(op, la.eval(f, g), lb.eval(f, g)),
+        })
+    }
+    match op {
+        BinOp::Eq => make::<0>(op, la, lb),
+        BinOp::Ne => make::<1>(op, la, lb),
+        BinOp::Lt => make::<2>(op, la, lb),
+        BinOp::Le => make::<3>(op, la, lb),
+        BinOp::Gt => make::<4>(op, la, lb),
+        BinOp::Ge => make::<5>(op, la, lb),
+        _ => Box::new(move |f, g| ops::compare(op, la.eval(f, g), lb.eval(f, g))),
     }
 }
 
