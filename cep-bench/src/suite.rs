@@ -452,6 +452,22 @@ fn compile_one(query: &str, schema: &mut Schema) -> Program<Event> {
         .remove(0)
 }
 
+/// A contender that compiles `query` afresh for every pass and runs `pass`
+/// on the program and the first `n` events of `stream`.
+fn text_contender(
+    name: &'static str,
+    query: String,
+    schema: fn() -> Schema,
+    stream: Rc<Stream<Event>>,
+    pass: impl Fn(Program<Event>, &[Event], bool) -> Pass + Copy + 'static,
+) -> Contender {
+    Contender::new(name, move |n| {
+        let events = stream.get(n);
+        let query = query.clone();
+        Box::new(move |check| pass(compile_one(&query, &mut schema()), &events[..n], check))
+    })
+}
+
 /// The stack engine with matches taken as borrowed [`MatchRef`]s (no
 /// allocation per match), building them as `construction` says.
 fn stack_visit(
@@ -461,22 +477,17 @@ fn stack_visit(
     stream: Rc<Stream<Event>>,
     construction: Construction,
 ) -> Contender {
-    Contender::new(name, move |n| {
-        let events = stream.get(n);
-        let query = query.clone();
-        Box::new(move |check| {
-            let prog = compile_one(&query, &mut schema());
-            let mut engine = StackEngine::new(prog, construction).expect("the query qualifies");
-            measure(n, check, |tally| {
-                let mut visit = |m: &MatchRef<'_>| tally.add_ref(m);
-                for e in &events[..n] {
-                    engine.push_to(e, &mut visit).expect("events in time order");
-                }
-                let stats = engine.stats();
-                engine.finish_to(&mut visit);
-                let live = stats.entries + stats.pending;
-                Some(Partials { live, bytes_each: stats.state_bytes.checked_div(live).unwrap_or(0) })
-            })
+    text_contender(name, query, schema, stream, move |prog, events, check| {
+        let mut engine = StackEngine::new(prog, construction).expect("the query qualifies");
+        measure(events.len(), check, |tally| {
+            let mut visit = |m: &MatchRef<'_>| tally.add_ref(m);
+            for e in events {
+                engine.push_to(e, &mut visit).expect("events in time order");
+            }
+            let stats = engine.stats();
+            engine.finish_to(&mut visit);
+            let live = stats.entries + stats.pending;
+            Some(Partials { live, bytes_each: stats.state_bytes.checked_div(live).unwrap_or(0) })
         })
     })
 }
@@ -484,20 +495,15 @@ fn stack_visit(
 /// The stack engine in counting mode: per event, the number of matches
 /// ending at it, without enumerating them.
 fn stack_count(name: &'static str, query: String, schema: fn() -> Schema, stream: Rc<Stream<Event>>) -> Contender {
-    Contender::new(name, move |n| {
-        let events = stream.get(n);
-        let query = query.clone();
-        Box::new(move |check| {
-            let prog = compile_one(&query, &mut schema());
-            let mut engine = StackEngine::new(prog, Construction::PerEvent).expect("the query qualifies");
-            measure(n, check, |tally| {
-                let mut visit = |c: &MatchCount| tally.add_count(c);
-                for e in &events[..n] {
-                    engine.push_count(e, &mut visit).expect("events in time order");
-                }
-                engine.finish_count(&mut visit);
-                None
-            })
+    text_contender(name, query, schema, stream, |prog, events, check| {
+        let mut engine = StackEngine::new(prog, Construction::PerEvent).expect("the query qualifies");
+        measure(events.len(), check, |tally| {
+            let mut visit = |c: &MatchCount| tally.add_count(c);
+            for e in events {
+                engine.push_count(e, &mut visit).expect("events in time order");
+            }
+            engine.finish_count(&mut visit);
+            None
         })
     })
 }
@@ -539,14 +545,9 @@ fn cep_text_on(
     choice: EngineChoice,
     construction: Construction,
 ) -> Contender {
-    Contender::new(name, move |n| {
-        let events = stream.get(n);
-        let query = query.clone();
-        Box::new(move |check| {
-            let prog = compile_one(&query, &mut schema());
-            let mut engine = QueryEngine::new(prog, choice, construction).expect("the engine runs the query");
-            engine_pass(&mut engine, n, events[..n].iter(), check)
-        })
+    text_contender(name, query, schema, stream, move |prog, events, check| {
+        let mut engine = QueryEngine::new(prog, choice, construction).expect("the engine runs the query");
+        engine_pass(&mut engine, events.len(), events.iter(), check)
     })
 }
 
