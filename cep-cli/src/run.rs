@@ -10,6 +10,7 @@ use cep_index::LevelIndex;
 use cep_index::file::read_alerts;
 use cep_nfa::select::EngineChoice;
 use cep_nfa::stack::Construction;
+use cep_runtime::shard::{ShardedRunner, shard_of};
 use cep_runtime::{JsonLines, LEVEL_KEY_FIELD, PushError, Runner, Summary};
 use cep_time::LatePolicy;
 use clap::Args;
@@ -97,11 +98,6 @@ pub fn run(args: RunArgs) -> Result<(), Failure> {
     if args.threads == 0 {
         return Err(Failure::bad_input("--threads must be at least 1"));
     }
-    if args.threads > 1 {
-        return Err(Failure::other(
-            "--threads above 1 is not supported yet: the multi-threaded runtime is still being built; use --threads 1",
-        ));
-    }
     if args.checkpoint.is_some() || args.checkpoint_every.is_some() || args.resume {
         return Err(Failure::other("checkpoints (--checkpoint, --resume) are not supported yet"));
     }
@@ -117,7 +113,7 @@ pub fn run(args: RunArgs) -> Result<(), Failure> {
     if args.query.is_none() && args.levels.is_none() {
         return Err(Failure::bad_input("run needs --query, --levels or both"));
     }
-    let levels = args.levels.as_deref().map(read_levels).transpose()?;
+    let alerts = args.levels.as_deref().map(read_levels).transpose()?;
     let (choice, construction) = engine_options(&args.engine, &args.construction)?;
 
     let idle = args.idle_timeout.as_deref().map(parse_wall).transpose()?;
@@ -128,20 +124,55 @@ pub fn run(args: RunArgs) -> Result<(), Failure> {
     let streaming = args.events == "-";
     let limit = if streaming { 0 } else { SCHEMA_PREFIX };
     let prefix = read_prefix(&mut input, limit, skip_bad, &mut skipped);
-    let programs = match &args.query {
-        Some(query) => compile_query(query, input.schema_mut(), unit)?.1.programs,
-        None => Vec::new(),
+    let compile = |schema: &mut cep_core::Schema| -> Result<Runner, Failure> {
+        let programs = match &args.query {
+            Some(query) => compile_query(query, schema, unit)?.1.programs,
+            None => Vec::new(),
+        };
+        Runner::with_engines(programs, choice, construction).map_err(|e| Failure::bad_input(format!("error: {e}")))
     };
-    let mut runner =
-        Runner::with_engines(programs, choice, construction).map_err(|e| Failure::bad_input(format!("error: {e}")))?;
-    if let Some(index) = levels {
+    let mut first = compile(input.schema_mut())?;
+    if let Some(alerts) = &alerts {
+        let index = level_index(alerts.iter().cloned(), args.levels.as_deref())?;
         warn_unwatched(input.schema(), &index);
-        runner.set_levels(index, input.schema_mut());
+        // Every alert's field and the key field, so that all shards agree.
+        let schema = input.schema_mut();
+        schema.field(LEVEL_KEY_FIELD);
+        for a in alerts {
+            schema.field(&a.field);
+        }
+        if args.threads == 1 {
+            first.set_levels(index, input.schema_mut());
+        }
     }
     input.set_observe(false);
-    runner.set_max_delay(delay);
-    runner.set_field_names(input.schema().field_names().map(str::to_owned).collect());
-    runner.set_late_policy(late).map_err(|e| Failure::other(format!("cannot open the late-event file: {e}")))?;
+    let field_names: Vec<String> = input.schema().field_names().map(str::to_owned).collect();
+    let mut pipeline = if args.threads == 1 {
+        first.set_max_delay(delay);
+        first.set_field_names(field_names);
+        first.set_late_policy(late).map_err(|e| Failure::other(format!("cannot open the late-event file: {e}")))?;
+        Pipeline::One(Box::new(first))
+    } else {
+        if first.queries().len() > 63 {
+            return Err(Failure::bad_input("--threads above 1 runs at most 63 queries; use --threads 1"));
+        }
+        let mut shards = vec![first];
+        for _ in 1..args.threads {
+            shards.push(compile(&mut input.schema().clone())?);
+        }
+        if let Some(alerts) = &alerts {
+            let n = args.threads;
+            for (i, shard) in shards.iter_mut().enumerate() {
+                let mine = alerts.iter().filter(|a| shard_of(&a.key, n) == i).cloned();
+                shard.set_levels(level_index(mine, args.levels.as_deref())?, &mut input.schema().clone());
+            }
+        }
+        let mut front = Runner::new(Vec::new());
+        front.set_max_delay(delay);
+        front.set_field_names(field_names);
+        front.set_late_policy(late).map_err(|e| Failure::other(format!("cannot open the late-event file: {e}")))?;
+        Pipeline::Sharded(Box::new(ShardedRunner::new(front, shards)))
+    };
     let out: Box<dyn Write> = match &args.out {
         Some(p) => {
             Box::new(File::create(p).map_err(|e| Failure::other(format!("cannot create {}: {e}", p.display())))?)
@@ -156,16 +187,16 @@ pub fn run(args: RunArgs) -> Result<(), Failure> {
         // for input does not stop time.
         Some(idle) if streaming => {
             let clock = IdleClock { idle, unit };
-            drive_idle(&mut runner, &mut sink, input, opts, clock, &mut skipped)
+            drive_idle(&mut pipeline, &mut sink, input, opts, clock, &mut skipped)
         }
         _ => {
-            let r = drive(&mut runner, &mut sink, &mut input, prefix, opts, &mut skipped);
+            let r = drive(&mut pipeline, &mut sink, &mut input, prefix, opts, &mut skipped);
             (r, input.rows())
         }
     };
     // Matches emitted before a failure stay valid: flush them in every case.
     let flushed = sink.flush();
-    print_summary(rows, skipped, runner.summary(), runner.queries(), args.levels.is_some());
+    print_summary(rows, skipped, &pipeline.summary(), pipeline.queries(), args.levels.is_some());
     result?;
     flushed.map_err(|e| Failure::other(format!("writing output: {e}")))
 }
@@ -186,20 +217,19 @@ type Sink = JsonLines<BufWriter<Box<dyn Write>>>;
 /// Pushes one event; a late event under `--late fail` is an error naming
 /// its place; matches are flushed at once when the input is a stream.
 fn push_event(
-    runner: &mut Runner,
+    runner: &mut Pipeline,
     sink: &mut Sink,
     e: &Event,
     file: &str,
     line: u64,
     opts: Options,
 ) -> Result<(), Failure> {
-    let emitted = |r: &Runner| r.summary().matches.iter().sum::<u64>() + r.summary().fires;
-    let before = emitted(runner);
+    let before = runner.emitted();
     runner.push(e, sink).map_err(|err| match err {
         PushError::Late { .. } => Failure::bad_input(format!("error: {file}:{line}: row {}: {err}", e.row)),
         PushError::Io(io) => Failure::other(format!("writing output: {io}")),
     })?;
-    if opts.streaming && emitted(runner) != before {
+    if opts.streaming && runner.emitted() != before {
         sink.flush().map_err(|io| Failure::other(format!("writing output: {io}")))?;
     }
     Ok(())
@@ -220,7 +250,7 @@ type Msg = (Result<Option<(Event, u64)>, ReadError>, u64);
 /// for `clock.idle`, the watermark advances by the wall time since the last
 /// event (converted to timestamp units), so deadlines fire on a quiet stream.
 fn drive_idle(
-    runner: &mut Runner,
+    runner: &mut Pipeline,
     sink: &mut Sink,
     mut input: Input,
     opts: Options,
@@ -287,7 +317,7 @@ fn drive_idle(
 }
 
 fn drive(
-    runner: &mut Runner,
+    runner: &mut Pipeline,
     sink: &mut Sink,
     input: &mut Input,
     prefix: Prefix,
@@ -296,7 +326,7 @@ fn drive(
 ) -> Result<(), Failure> {
     let file = input.file().to_owned();
     let push =
-        |runner: &mut Runner, sink: &mut Sink, e: &Event, line: u64| push_event(runner, sink, e, &file, line, opts);
+        |runner: &mut Pipeline, sink: &mut Sink, e: &Event, line: u64| push_event(runner, sink, e, &file, line, opts);
     let (events, error, ended) = (prefix.events, prefix.error, prefix.ended);
     for (i, (e, line)) in events.iter().enumerate() {
         if let Some((at, err)) = &error
@@ -366,15 +396,84 @@ fn print_summary(rows: u64, skipped: u64, s: &Summary, queries: &[cep_runtime::Q
     );
 }
 
-/// Reads and registers the alerts of `--levels FILE`; a bad file is bad
-/// input (exit 2) with its line.
-fn read_levels(path: &std::path::Path) -> Result<LevelIndex, Failure> {
+/// Reads the alerts of `--levels FILE`; a bad file is bad input (exit 2)
+/// with its line.
+fn read_levels(path: &std::path::Path) -> Result<Vec<cep_index::Alert>, Failure> {
     let name = path.display().to_string();
     let file = File::open(path).map_err(|e| Failure::bad_input(format!("error: cannot read {name}: {e}")))?;
-    let alerts = read_alerts(io::BufReader::new(file), &name).map_err(|e| Failure::bad_input(format!("error: {e}")))?;
+    read_alerts(io::BufReader::new(file), &name).map_err(|e| Failure::bad_input(format!("error: {e}")))
+}
+
+/// An index of `alerts` (read from `file`).
+fn level_index(
+    alerts: impl IntoIterator<Item = cep_index::Alert>,
+    file: Option<&std::path::Path>,
+) -> Result<LevelIndex, Failure> {
     let mut index = LevelIndex::new();
-    index.add_all(alerts).map_err(|e| Failure::bad_input(format!("error: {name}: {e}")))?;
+    index.add_all(alerts).map_err(|e| {
+        Failure::bad_input(format!("error: {}: {e}", file.map_or("levels".into(), |f| f.display().to_string())))
+    })?;
     Ok(index)
+}
+
+/// What `drive` feeds: one runner, or the runtime on several threads.
+#[derive(Debug)]
+enum Pipeline {
+    One(Box<Runner>),
+    Sharded(Box<ShardedRunner>),
+}
+
+impl Pipeline {
+    fn push(&mut self, e: &Event, sink: &mut Sink) -> Result<(), PushError> {
+        match self {
+            Pipeline::One(r) => r.push(e, sink),
+            Pipeline::Sharded(r) => r.push(e, sink.get_mut()),
+        }
+    }
+
+    fn advance_watermark(&mut self, wm: cep_core::Timestamp, sink: &mut Sink) -> Result<(), PushError> {
+        match self {
+            Pipeline::One(r) => r.advance_watermark(wm, sink),
+            Pipeline::Sharded(r) => r.advance_watermark(wm, sink.get_mut()),
+        }
+    }
+
+    fn finish(&mut self, sink: &mut Sink) -> io::Result<()> {
+        match self {
+            Pipeline::One(r) => r.finish(sink),
+            Pipeline::Sharded(r) => r.finish(sink.get_mut()).map(|_| ()),
+        }
+    }
+
+    fn watermark(&self) -> cep_core::Timestamp {
+        match self {
+            Pipeline::One(r) => r.watermark(),
+            Pipeline::Sharded(r) => r.watermark(),
+        }
+    }
+
+    /// Output so far (matches and fires, or bytes from the shards): when it
+    /// changes on a stream, the output is flushed.
+    fn emitted(&self) -> u64 {
+        match self {
+            Pipeline::One(r) => r.summary().matches.iter().sum::<u64>() + r.summary().fires,
+            Pipeline::Sharded(r) => r.output_bytes(),
+        }
+    }
+
+    fn summary(&self) -> Summary {
+        match self {
+            Pipeline::One(r) => r.summary().clone(),
+            Pipeline::Sharded(r) => r.summary(),
+        }
+    }
+
+    fn queries(&self) -> &[cep_runtime::QueryInfo] {
+        match self {
+            Pipeline::One(r) => r.queries(),
+            Pipeline::Sharded(r) => r.queries(),
+        }
+    }
 }
 
 /// Warns when the events' columns are known and lack the `key` field or a

@@ -1,5 +1,7 @@
 #![doc = include_str!("../README.md")]
 
+pub mod shard;
+
 use std::io::{self, Write};
 
 use cep_core::{Event, FieldId, Match, Schema, Timestamp, Value};
@@ -54,6 +56,11 @@ impl<W: Write> JsonLines<W> {
     /// Flushes the writer.
     pub fn flush(&mut self) -> io::Result<()> {
         self.out.flush()
+    }
+
+    /// The writer (e.g. to take the bytes written to a `Vec<u8>`).
+    pub fn get_mut(&mut self) -> &mut W {
+        &mut self.out
     }
 }
 
@@ -168,7 +175,16 @@ pub struct Runner {
     /// allocation per event once warm).
     spare: Vec<Event>,
     levels: Option<Levels>,
+    /// Which queries (bit i) and whether the level alerts (bit 63) the
+    /// event being fed is for ([`push_for`](Runner::push_for)).
+    mask: u64,
+    /// Collect released events instead of feeding engines (the front of a
+    /// sharded runtime).
+    released: Option<Vec<Event>>,
 }
+
+/// The bit of a [`Runner::push_for`] mask that stands for the level alerts.
+pub const LEVELS_BIT: u64 = 1 << 63;
 
 /// Level alerts and where their key and fields are in an event.
 #[derive(Debug)]
@@ -219,6 +235,8 @@ impl Runner {
             ready: Vec::new(),
             spare: Vec::new(),
             levels: None,
+            mask: u64::MAX,
+            released: None,
         })
     }
 
@@ -322,6 +340,51 @@ impl Runner {
         self.engines.iter().map(QueryEngine::kind).collect()
     }
 
+    /// Makes this runner a front end: it keeps its watermark, delay and
+    /// late policy, but instead of feeding engines it collects the events it
+    /// releases (in event-time order) for [`drain_released`](Self::drain_released).
+    pub fn collect_released(&mut self) {
+        self.released = Some(Vec::new());
+    }
+
+    /// Hands the events released so far to `f`, oldest first.
+    pub fn drain_released(&mut self, mut f: impl FnMut(&Event)) {
+        if let Some(released) = &mut self.released {
+            for e in released.drain(..) {
+                f(&e);
+                self.spare.push(e);
+            }
+        }
+    }
+
+    /// The field each query is partitioned by (`None`: one partition, or a
+    /// key computed by a closure), for routing events to shards.
+    pub fn partition_fields(&self) -> Vec<Option<FieldId>> {
+        self.engines
+            .iter()
+            .map(|q| match &q.program().key {
+                Some((_, cep_nfa::program::FrameSlot::At(i))) => Some(*i),
+                _ => None,
+            })
+            .collect()
+    }
+
+    /// The field level alerts are keyed by, when the runner has alerts.
+    pub fn levels_key_field(&self) -> Option<FieldId> {
+        self.levels.as_ref().and_then(|l| l.key)
+    }
+
+    /// Processes one event for some of the queries only: bit `i` of `mask`
+    /// for query `i`, [`LEVELS_BIT`] for the level alerts (the shards of a
+    /// sharded runtime each see the events of their keys). Like
+    /// [`push`](Self::push) otherwise.
+    pub fn push_for(&mut self, e: &Event, mask: u64, sink: &mut impl Sink) -> Result<(), PushError> {
+        self.mask = mask;
+        let result = self.push(e, sink);
+        self.mask = u64::MAX;
+        result
+    }
+
     /// Processes one event (or, with a delay, holds it until its turn).
     pub fn push(&mut self, e: &Event, sink: &mut impl Sink) -> Result<(), PushError> {
         let Some(reorder) = &mut self.reorder else {
@@ -388,9 +451,22 @@ impl Runner {
     /// level alerts.
     fn feed(&mut self, e: &Event, sink: &mut impl Sink) -> Result<(), PushError> {
         self.summary.events += 1;
+        if let Some(released) = &mut self.released {
+            let mut held = self.spare.pop().unwrap_or_default();
+            held.clone_from(e);
+            released.push(held);
+            return Ok(());
+        }
+        let mask = self.mask;
         for (i, engine) in self.engines.iter_mut().enumerate() {
+            if i < 63 && mask >> i & 1 == 0 {
+                continue;
+            }
             engine.push(e).expect("the runner orders events");
             emit(i, engine, &self.infos, &mut self.summary, sink)?;
+        }
+        if mask & LEVELS_BIT == 0 {
+            return Ok(());
         }
         if let Some(lv) = &mut self.levels {
             let at = |f: FieldId| e.fields.get(f as usize).copied().unwrap_or(Value::Null);
