@@ -317,13 +317,17 @@ fn matches_before_an_error_are_kept() {
 }
 
 #[test]
-fn threads_above_one_not_yet() {
+fn threads_zero_is_refused_and_two_match_one() {
     let d = Scratch::new("threads");
     let q = d.write("q.cep", AB);
     let e = d.write("e.csv", "ts,type\n0,A\n1,B\n");
-    let o = run(&q, &e, &["--threads", "2"]);
-    assert_eq!(o.code, Some(1), "{o:#?}");
-    assert!(o.stderr.contains("--threads") && o.stderr.contains("not supported yet"), "{o:#?}");
+    let o = run(&q, &e, &["--threads", "0"]);
+    assert_eq!(o.code, Some(2), "{o:#?}");
+    assert!(o.stderr.contains("--threads must be at least 1"), "{o:#?}");
+    let (one, two) = (run(&q, &e, &["--threads", "1"]), run(&q, &e, &["--threads", "2"]));
+    assert_eq!((one.code, two.code), (Some(0), Some(0)), "{two:#?}");
+    assert_eq!(one.stdout, two.stdout);
+    assert_eq!(one.stdout.lines().count(), 1);
 }
 
 #[test]
