@@ -283,6 +283,17 @@ impl Tally {
         }
     }
 
+    /// One output line (its text digests the same whatever order lines come in).
+    #[inline]
+    fn add_line(&mut self, line: &str) {
+        self.matches += 1;
+        if self.check {
+            let mut h = DefaultHasher::new();
+            line.hash(&mut h);
+            self.digest = self.digest.wrapping_add(h.finish());
+        }
+    }
+
     /// Counting mode: `c.count` matches ending at one event.
     #[inline]
     fn add_count(&mut self, c: &MatchCount) {
@@ -757,6 +768,49 @@ fn cep_runner(name: &'static str, displaced: bool, ticks: Rc<Stream<Tick>>) -> C
     })
 }
 
+/// W5: rise_spike through the runtime on `threads` threads (one: the
+/// runner; more: the sharded runtime) over the W1 ticks filled into one
+/// reused `Event` row (no parsing); matches are the JSON lines written.
+fn runtime_contender(name: &'static str, threads: usize, ticks: Rc<Stream<Tick>>) -> Contender {
+    Contender::new(name, move |n| {
+        let ticks = ticks.get(n);
+        Box::new(move |check| {
+            let runner = || {
+                let progs = compile(w1::RISE_SPIKE, &mut w1::schema(), &Options::default())
+                    .expect("rise_spike compiles")
+                    .programs;
+                cep_runtime::Runner::new(progs)
+            };
+            let tick = Sym::new("Tick");
+            let mut e = Event::default();
+            let mut out = Vec::new();
+            measure(n, check, |tally| {
+                if threads == 1 {
+                    let mut r = runner();
+                    let mut sink = cep_runtime::JsonLines::new(&mut out);
+                    for t in &ticks[..n] {
+                        w1::fill(&mut e, t, tick);
+                        r.push(&e, &mut sink).expect("events in order");
+                    }
+                    r.finish(&mut sink).expect("no output to fail");
+                } else {
+                    let shards = (0..threads).map(|_| runner()).collect();
+                    let mut r = cep_runtime::shard::ShardedRunner::new(cep_runtime::Runner::new(Vec::new()), shards);
+                    for t in &ticks[..n] {
+                        w1::fill(&mut e, t, tick);
+                        r.push(&e, &mut out).expect("events in order");
+                    }
+                    r.finish(&mut out).expect("no output to fail");
+                }
+                for line in String::from_utf8_lossy(&out).lines() {
+                    tally.add_line(line);
+                }
+                None
+            })
+        })
+    })
+}
+
 /// One W6 pass: arm `n` timers (deadlines uniform over 2^20), cancel every
 /// other one, then advance the watermark in 64 steps past the last deadline.
 /// Events = timers handled (each armed, then cancelled or fired); matches =
@@ -851,6 +905,29 @@ pub fn workloads(scale: Scale) -> Vec<Workload> {
         contenders: vec![
             cep_runner("in order", false, s.ticks.clone()),
             cep_runner("5 % displaced", true, s.ticks.clone()),
+        ],
+    });
+
+    // W5: the runtime on one and two threads.
+    let n = W1A_OOO_SIZE.at(scale);
+    out.push(Workload {
+        name: "W5".into(),
+        description: format!(
+            "rise_spike through the runtime over the first {} W1 ticks (no parsing): the runner on one thread \
+             against the sharded runtime (a routing front and 2 shard threads); matches = output lines",
+            thousands(n)
+        ),
+        size: W1A_OOO_SIZE,
+        events: n,
+        baseline: Baseline::Contender("1 thread"),
+        target: Target {
+            text: "≥ 1.7× with 2 threads".into(), check: Check::ContenderRatioAtLeast("2 threads", 1.7)
+        },
+        expect: (n == w1::TICKS).then_some(450),
+        series: None,
+        contenders: vec![
+            runtime_contender("1 thread", 1, s.ticks.clone()),
+            runtime_contender("2 threads", 2, s.ticks.clone()),
         ],
     });
 
