@@ -276,10 +276,7 @@ impl Tally {
     fn add_ref(&mut self, m: &MatchRef<'_>) {
         self.matches += 1;
         if self.check {
-            let mut h = DefaultHasher::new();
-            hash_value(&m.key, &mut h);
-            (m.start, m.end, m.rows, &ENDS[..m.rows.len()]).hash(&mut h);
-            self.digest = self.digest.wrapping_add(h.finish());
+            self.digest = self.digest.wrapping_add(digest_parts(&m.key, m.start, m.end, m.rows, &ENDS[..m.rows.len()]));
         }
     }
 
@@ -338,7 +335,6 @@ fn hash_value(v: &Value, h: &mut impl Hasher) {
     }
 }
 
-/// The digest of one match: `(key, start, end, rows, ends)`.
 /// `Match::ends` of a match with one event per variable: 1, 2, 3, …
 const ENDS: [u32; 64] = {
     let mut a = [0; 64];
@@ -350,10 +346,17 @@ const ENDS: [u32; 64] = {
     a
 };
 
+/// The digest of one match: `(key, start, end, rows, ends)`.
 pub fn match_digest(m: &Match) -> u64 {
+    digest_parts(&m.key, m.start, m.end, &m.rows, &m.ends)
+}
+
+/// [`match_digest`] of a match given by its parts (a borrowed stack-engine
+/// match digests like the owned one).
+fn digest_parts(key: &Value, start: i64, end: i64, rows: &[u64], ends: &[u32]) -> u64 {
     let mut h = DefaultHasher::new();
-    hash_value(&m.key, &mut h);
-    (m.start, m.end, &m.rows, &m.ends).hash(&mut h);
+    hash_value(key, &mut h);
+    (start, end, rows, ends).hash(&mut h);
     h.finish()
 }
 

@@ -133,8 +133,7 @@ pub fn run(args: RunArgs) -> Result<(), Failure> {
     };
     let mut first = compile(input.schema_mut())?;
     if let Some(alerts) = &alerts {
-        let index = level_index(alerts.iter().cloned(), args.levels.as_deref())?;
-        warn_unwatched(input.schema(), &index);
+        warn_unwatched(input.schema(), alerts);
         // Every alert's field and the key field, so that all shards agree.
         let schema = input.schema_mut();
         schema.field(LEVEL_KEY_FIELD);
@@ -142,7 +141,7 @@ pub fn run(args: RunArgs) -> Result<(), Failure> {
             schema.field(&a.field);
         }
         if args.threads == 1 {
-            first.set_levels(index, input.schema_mut());
+            first.set_levels(level_index(alerts.iter().cloned(), args.levels.as_deref())?, input.schema_mut());
         }
     }
     input.set_observe(false);
@@ -478,11 +477,14 @@ impl Pipeline {
 
 /// Warns when the events' columns are known and lack the `key` field or a
 /// field that alerts watch: those alerts can never fire.
-fn warn_unwatched(schema: &cep_core::Schema, index: &LevelIndex) {
+fn warn_unwatched(schema: &cep_core::Schema, alerts: &[cep_index::Alert]) {
     if !schema.fields_closed() {
         return;
     }
-    for name in std::iter::once(LEVEL_KEY_FIELD).chain(index.fields().map(|(_, n)| n)) {
+    let mut names: Vec<&str> = alerts.iter().map(|a| a.field.as_str()).collect();
+    names.sort_unstable();
+    names.dedup();
+    for name in std::iter::once(LEVEL_KEY_FIELD).chain(names) {
         if schema.lookup(name).is_none() {
             eprintln!("warning: the events have no field `{name}`: level alerts that need it never fire");
         }

@@ -39,33 +39,54 @@ impl EngineChoice {
     }
 }
 
+/// An engine.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum EngineKind {
+    /// The run engine ([`Engine`]).
+    Run,
+    /// The stack engine ([`StackEngine`]).
+    Stack,
+}
+
+impl EngineKind {
+    /// `"run"` or `"stack"`.
+    pub fn name(self) -> &'static str {
+        match self {
+            EngineKind::Run => "run",
+            EngineKind::Stack => "stack",
+        }
+    }
+}
+
 /// The engine `choice` gives `prog`, and why (as `cep check` prints it).
 ///
 /// # Examples
 /// ```
 /// use cep_core::Schema;
 /// use cep_nfa::compile::{compile, Options};
-/// use cep_nfa::select::{explain, EngineChoice};
+/// use cep_nfa::select::{explain, EngineChoice, EngineKind};
 /// let q = "PATTERN SEQ(A a, B b) WHERE skip-till-any-match WITHIN 10";
 /// let p = &compile(q, &mut Schema::new(), &Options::default()).unwrap().programs[0];
-/// assert_eq!(explain(p, EngineChoice::Auto).unwrap().0, "stack");
+/// assert_eq!(explain(p, EngineChoice::Auto).unwrap().0, EngineKind::Stack);
 /// let q = "PATTERN SEQ(A a, B b) WITHIN 10";
 /// let p = &compile(q, &mut Schema::new(), &Options::default()).unwrap().programs[0];
 /// let (engine, why) = explain(p, EngineChoice::Auto).unwrap();
-/// assert_eq!(engine, "run");
+/// assert_eq!(engine, EngineKind::Run);
 /// assert!(why.contains("skip-till-next-match"), "{why}");
 /// assert!(explain(p, EngineChoice::Stack).is_err());
 /// ```
-pub fn explain<E>(prog: &Program<E>, choice: EngineChoice) -> Result<(&'static str, String), String> {
+pub fn explain<E>(prog: &Program<E>, choice: EngineChoice) -> Result<(EngineKind, String), String> {
     let qualifies = stack::qualifies(prog);
     match (choice, qualifies) {
-        (EngineChoice::Run, Ok(())) => Ok(("run", "forced (the stack engine would apply)".into())),
-        (EngineChoice::Run, Err(why)) => Ok(("run", format!("forced (the stack engine does not apply: {why})"))),
+        (EngineChoice::Run, Ok(())) => Ok((EngineKind::Run, "forced (the stack engine would apply)".into())),
+        (EngineChoice::Run, Err(why)) => {
+            Ok((EngineKind::Run, format!("forced (the stack engine does not apply: {why})")))
+        }
         (_, Ok(())) => Ok((
-            "stack",
+            EngineKind::Stack,
             "a sequence of single events under skip-till-any-match: matches are built from per-element stacks".into(),
         )),
-        (EngineChoice::Auto, Err(why)) => Ok(("run", format!("the stack engine does not apply: {why}"))),
+        (EngineChoice::Auto, Err(why)) => Ok((EngineKind::Run, format!("the stack engine does not apply: {why}"))),
         (EngineChoice::Stack, Err(why)) => Err(format!("query `{}` cannot run on the stack engine: {why}", prog.name)),
     }
 }
@@ -88,16 +109,16 @@ impl<E: StreamEvent> QueryEngine<E> {
     pub fn new(prog: Program<E>, choice: EngineChoice, construction: Construction) -> Result<QueryEngine<E>, String> {
         let (kind, _) = explain(&prog, choice)?;
         Ok(match kind {
-            "stack" => QueryEngine::Stack(StackEngine::new(prog, construction)?),
-            _ => QueryEngine::Run(Engine::new(prog)),
+            EngineKind::Stack => QueryEngine::Stack(StackEngine::new(prog, construction)?),
+            EngineKind::Run => QueryEngine::Run(Engine::new(prog)),
         })
     }
 
-    /// `"run"` or `"stack"`.
-    pub fn kind(&self) -> &'static str {
+    /// Which engine it is.
+    pub fn kind(&self) -> EngineKind {
         match self {
-            QueryEngine::Run(_) => "run",
-            QueryEngine::Stack(_) => "stack",
+            QueryEngine::Run(_) => EngineKind::Run,
+            QueryEngine::Stack(_) => EngineKind::Stack,
         }
     }
 

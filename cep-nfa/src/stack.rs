@@ -645,7 +645,8 @@ impl<E: StreamEvent> StackEngine<E> {
                         self.stats.clusters += 1;
                     }
                     Construction::PerEvent | Construction::Direct => {
-                        let (p, m) = build_cluster(prog, &self.cross, part, &[abs], self.width, &mut self.build, out);
+                        let q = QueryRef { prog, cross: &self.cross, width: self.width, linked: self.linked };
+                        let (p, m) = build_cluster(&q, part, &[abs], &mut self.build, out);
                         self.stats.clusters += 1;
                         self.stats.prefixes += p;
                         self.stats.matches += m;
@@ -740,7 +741,8 @@ impl<E: StreamEvent> StackEngine<E> {
                 let link = last.get(pending[i]).link;
                 let j = i + pending[i..].iter().take_while(|&&a| last.get(a).link == link).count();
                 let members = &pending[i..j];
-                let (p, m) = build_cluster(&self.prog, &self.cross, part, members, self.width, &mut self.build, out);
+                let q = QueryRef { prog: &self.prog, cross: &self.cross, width: self.width, linked: self.linked };
+                let (p, m) = build_cluster(&q, part, members, &mut self.build, out);
                 self.stats.clusters += 1;
                 self.stats.prefixes += p;
                 self.stats.matches += m;
@@ -781,26 +783,37 @@ fn expire(part: &mut Part, window: Option<Window>, ts: Timestamp, pos: u64, widt
     }
 }
 
+/// What match construction reads of the query.
+struct QueryRef<'a, E> {
+    prog: &'a Program<E>,
+    /// Cross conditions by the level they are checked at.
+    cross: &'a [Vec<(usize, SharedFramePred)>],
+    /// Frame width.
+    width: usize,
+    /// Some condition links variables (matches must be built to be checked).
+    linked: bool,
+}
+
+impl<E> Clone for QueryRef<'_, E> {
+    fn clone(&self) -> Self {
+        *self
+    }
+}
+
+impl<E> Copy for QueryRef<'_, E> {}
+
 /// Builds the matches of a cluster: accepting entries (absolute indices in
 /// the last stack, oldest first) that share one link. The prefix paths are
 /// enumerated once; each member is then checked against each. Hands the
 /// matches to `visit`, per member in row order; returns the number of
 /// prefixes enumerated and of matches.
-fn build_cluster<E>(
-    prog: &Program<E>,
-    cross: &[Vec<(usize, SharedFramePred)>],
-    part: &Part,
-    members: &[u64],
-    width: usize,
-    b: &mut Build,
-    out: &mut Out<'_>,
-) -> (u64, u64) {
+fn build_cluster<E>(q: &QueryRef<'_, E>, part: &Part, members: &[u64], b: &mut Build, out: &mut Out<'_>) -> (u64, u64) {
+    let QueryRef { prog, cross, width, linked } = *q;
     let n = prog.elements.len();
     let last = &part.stacks[n - 1];
     if out.stopped {
         return (0, 0);
     }
-    let linked = cross.iter().any(|c| !c.is_empty()) || prog.elements.iter().any(|e| !e.completion.is_empty());
     if out.is_counts() && !linked {
         // No condition between variables: count by dynamic programming.
         let mut total = 0;
@@ -968,28 +981,7 @@ fn count_paths(window: Option<Window>, part: &Part, x: &Entry, prefix: &mut Vec<
     if n == 1 {
         return 1;
     }
-    let bound = Bound::of(window, x);
-    // Level n - 2 upwards: entries at or below `upper`, not older than the bound.
-    let mut upper = x.link;
-    let mut ranges = [(0u64, 0u64); 64];
-    for k in (0..n - 1).rev() {
-        let s = &part.stacks[k];
-        if upper == NONE || upper < s.bottom() {
-            return 0;
-        }
-        let top = upper.min(s.end() - 1);
-        // The first entry the bound admits (entries are in time order).
-        let (mut lo, mut hi) = (s.bottom(), top + 1);
-        while lo < hi {
-            let mid = lo + (hi - lo) / 2;
-            if bound.admits(s.get(mid)) { hi = mid } else { lo = mid + 1 }
-        }
-        if lo > top {
-            return 0;
-        }
-        ranges[k] = (lo, top);
-        upper = if k > 0 { s.get(top).link } else { NONE };
-    }
+    let Some(ranges) = usable_ranges(window, part, x) else { return 0 };
     // prefix[i] = paths ending at or below entry start + i of the current level.
     let (start0, top0) = ranges[0];
     let mut prev_start = start0;

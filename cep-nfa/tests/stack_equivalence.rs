@@ -32,7 +32,7 @@ fn arb_query() -> impl Strategy<Value = String> {
             let part = prop_oneof![2 => Just(""), 1 => Just(" PARTITION BY k")];
             (Just(n), types, conds, window, part)
         })
-        .prop_map(|(n, types, conds, window, part)| {
+        .prop_map(|(_, types, conds, window, part)| {
             let elements: Vec<String> = types.iter().enumerate().map(|(i, t)| format!("{t} a{i}")).collect();
             let mut wh = vec!["skip-till-any-match".to_string()];
             for (i, j, form, c) in conds {
@@ -46,7 +46,6 @@ fn arb_query() -> impl Strategy<Value = String> {
                     _ => format!("a{i}.x != {c}"),
                 });
             }
-            let _ = n;
             format!("PATTERN SEQ({}) WHERE {}{window}{part}", elements.join(", "), wh.join(" AND "))
         })
 }

@@ -23,6 +23,12 @@ pub trait Sink {
     fn on_fire(&mut self, fire: &Fire<'_>) -> io::Result<()> {
         Err(io::Error::other(format!("this sink takes no level alerts (alert `{}` fired)", fire.id)))
     }
+
+    /// Receives an event a forwarding runner ([`Runner::forward_released`])
+    /// releases, in event-time order. The default refuses it, as `on_fire`.
+    fn on_released(&mut self, e: &Event) -> io::Result<()> {
+        Err(io::Error::other(format!("this sink takes no released events (row {})", e.row)))
+    }
 }
 
 /// Names a sink needs to format a match.
@@ -175,12 +181,9 @@ pub struct Runner {
     /// allocation per event once warm).
     spare: Vec<Event>,
     levels: Option<Levels>,
-    /// Which queries (bit i) and whether the level alerts (bit 63) the
-    /// event being fed is for ([`push_for`](Runner::push_for)).
-    mask: u64,
-    /// Collect released events instead of feeding engines (the front of a
-    /// sharded runtime).
-    released: Option<Vec<Event>>,
+    /// Hand released events to the sink instead of feeding engines (the
+    /// front of a sharded runtime).
+    forward: bool,
 }
 
 /// The bit of a [`Runner::push_for`] mask that stands for the level alerts.
@@ -235,8 +238,7 @@ impl Runner {
             ready: Vec::new(),
             spare: Vec::new(),
             levels: None,
-            mask: u64::MAX,
-            released: None,
+            forward: false,
         })
     }
 
@@ -335,26 +337,16 @@ impl Runner {
         self.engines.iter().map(QueryEngine::stats).collect()
     }
 
-    /// The engine of each query: `"run"` or `"stack"`.
-    pub fn engine_kinds(&self) -> Vec<&'static str> {
+    /// The engine of each query.
+    pub fn engine_kinds(&self) -> Vec<cep_nfa::select::EngineKind> {
         self.engines.iter().map(QueryEngine::kind).collect()
     }
 
     /// Makes this runner a front end: it keeps its watermark, delay and
-    /// late policy, but instead of feeding engines it collects the events it
-    /// releases (in event-time order) for [`drain_released`](Self::drain_released).
-    pub fn collect_released(&mut self) {
-        self.released = Some(Vec::new());
-    }
-
-    /// Hands the events released so far to `f`, oldest first.
-    pub fn drain_released(&mut self, mut f: impl FnMut(&Event)) {
-        if let Some(released) = &mut self.released {
-            for e in released.drain(..) {
-                f(&e);
-                self.spare.push(e);
-            }
-        }
+    /// late policy, but instead of feeding engines it hands each event it
+    /// releases (in event-time order) to [`Sink::on_released`].
+    pub fn forward_released(&mut self) {
+        self.forward = true;
     }
 
     /// The field each query is partitioned by (`None`: one partition, or a
@@ -374,15 +366,16 @@ impl Runner {
         self.levels.as_ref().and_then(|l| l.key)
     }
 
-    /// Processes one event for some of the queries only: bit `i` of `mask`
-    /// for query `i`, [`LEVELS_BIT`] for the level alerts (the shards of a
-    /// sharded runtime each see the events of their keys). Like
-    /// [`push`](Self::push) otherwise.
+    /// Processes one event, already in event-time order, for some of the
+    /// queries only: bit `i` of `mask` for query `i`, [`LEVELS_BIT`] for the
+    /// level alerts (the shards of a sharded runtime each see the events of
+    /// their keys, ordered by the front). The runner's own delay does not
+    /// apply: an event behind the watermark is late.
     pub fn push_for(&mut self, e: &Event, mask: u64, sink: &mut impl Sink) -> Result<(), PushError> {
-        self.mask = mask;
-        let result = self.push(e, sink);
-        self.mask = u64::MAX;
-        result
+        if let Err(wm) = self.watermark.observe(e.ts) {
+            return self.on_late(e, wm);
+        }
+        self.feed(e, mask, sink)
     }
 
     /// Processes one event (or, with a delay, holds it until its turn).
@@ -391,7 +384,7 @@ impl Runner {
             if let Err(wm) = self.watermark.observe(e.ts) {
                 return self.on_late(e, wm);
             }
-            return self.feed(e, sink);
+            return self.feed(e, u64::MAX, sink);
         };
         let mut held = self.spare.pop().unwrap_or_default();
         held.clone_from(e);
@@ -449,15 +442,11 @@ impl Runner {
 
     /// Gives one event, in event-time order, to every engine, then to the
     /// level alerts.
-    fn feed(&mut self, e: &Event, sink: &mut impl Sink) -> Result<(), PushError> {
+    fn feed(&mut self, e: &Event, mask: u64, sink: &mut impl Sink) -> Result<(), PushError> {
         self.summary.events += 1;
-        if let Some(released) = &mut self.released {
-            let mut held = self.spare.pop().unwrap_or_default();
-            held.clone_from(e);
-            released.push(held);
-            return Ok(());
+        if self.forward {
+            return Ok(sink.on_released(e)?);
         }
-        let mask = self.mask;
         for (i, engine) in self.engines.iter_mut().enumerate() {
             if i < 63 && mask >> i & 1 == 0 {
                 continue;
@@ -491,7 +480,7 @@ impl Runner {
 
     fn feed_all(&mut self, ready: &mut Vec<Event>, sink: &mut impl Sink) -> Result<(), PushError> {
         for ev in ready.drain(..) {
-            let fed = self.feed(&ev, sink);
+            let fed = self.feed(&ev, u64::MAX, sink);
             self.spare.push(ev);
             fed?;
         }

@@ -30,7 +30,7 @@ use std::thread::JoinHandle;
 use cep_core::{Event, FieldId, Timestamp, Value};
 use crossbeam_channel::{Receiver, Sender, bounded, unbounded};
 
-use crate::{JsonLines, LEVELS_BIT, PushError, QueryInfo, Runner, Summary};
+use crate::{JsonLines, LEVELS_BIT, PushError, QueryInfo, Runner, Sink, Summary};
 
 /// The shard of a key among `shards`: a hash with fixed seeds, so every
 /// run (and every process) puts a key on the same shard.
@@ -44,12 +44,12 @@ use crate::{JsonLines, LEVELS_BIT, PushError, QueryInfo, Runner, Summary};
 /// assert_eq!(shard_of(&Value::Int(7), 4), s);
 /// ```
 pub fn shard_of(key: &Value, shards: usize) -> usize {
-    (stable_hasher().hash_one(key) % shards.max(1) as u64) as usize
+    (STABLE.hash_one(key) % shards.max(1) as u64) as usize
 }
 
-fn stable_hasher() -> ahash::RandomState {
-    ahash::RandomState::with_seeds(0x5eed, 0xcafe, 0xf00d, 0xbeef)
-}
+/// Fixed seeds: the same key hashes alike in every run and process.
+static STABLE: std::sync::LazyLock<ahash::RandomState> =
+    std::sync::LazyLock::new(|| ahash::RandomState::with_seeds(0x5eed, 0xcafe, 0xf00d, 0xbeef));
 
 /// Events per batch sent to a shard.
 const BATCH: usize = 1024;
@@ -112,16 +112,9 @@ struct Shard {
 /// ```
 pub struct ShardedRunner {
     front: Runner,
-    shards: Vec<Shard>,
+    routes: Routes,
     rx: Receiver<FromShard>,
-    /// Per query, the field its partition key is in.
-    keys: Vec<Option<FieldId>>,
-    /// The field level alerts are keyed by, if there are alerts.
-    level_key: Option<FieldId>,
-    hasher: ahash::RandomState,
     infos: Vec<QueryInfo>,
-    /// The latest released ts: the watermark sent with the next flush.
-    released_ts: Timestamp,
     /// Matches and fires the shards reported, and their summaries.
     done: Vec<Summary>,
     failed: Option<String>,
@@ -131,7 +124,7 @@ pub struct ShardedRunner {
 
 impl std::fmt::Debug for ShardedRunner {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("ShardedRunner").field("shards", &self.shards.len()).finish_non_exhaustive()
+        f.debug_struct("ShardedRunner").field("shards", &self.routes.shards.len()).finish_non_exhaustive()
     }
 }
 
@@ -149,9 +142,9 @@ impl ShardedRunner {
         assert!(keys.len() < 64, "a sharded runtime runs at most 63 queries");
         let level_key = shards[0].levels_key_field();
         let infos = shards[0].queries().to_vec();
-        front.collect_released();
+        front.forward_released();
         let (out_tx, rx) = unbounded();
-        let shards = shards
+        let shards: Vec<Shard> = shards
             .into_iter()
             .enumerate()
             .map(|(i, runner)| {
@@ -164,16 +157,13 @@ impl ShardedRunner {
                 Shard { tx, batch: Vec::with_capacity(BATCH), len: 0, spare: Vec::new(), handle: Some(handle) }
             })
             .collect();
+        let masks = vec![0; shards.len()];
         ShardedRunner {
             front,
-            shards,
+            routes: Routes { shards, keys, level_key, masks, released_ts: Timestamp::MIN, full: false },
             rx,
-            keys,
-            level_key,
-            hasher: stable_hasher(),
             written: 0,
             infos,
-            released_ts: Timestamp::MIN,
             done: Vec::new(),
             failed: None,
         }
@@ -211,18 +201,16 @@ impl ShardedRunner {
     /// Processes one event: the front orders it; what it releases is routed
     /// to the shards; their output so far is written to `out`.
     pub fn push(&mut self, e: &Event, out: &mut impl Write) -> Result<(), PushError> {
-        let mut front_sink = |_: &QueryInfo, _: &cep_core::Match| {};
-        self.front.push(e, &mut front_sink)?;
-        self.route_released()?;
+        self.front.push(e, &mut self.routes)?;
+        self.after_routing()?;
         self.write_output(out)
     }
 
     /// Moves the watermark (see [`Runner::advance_watermark`]); every shard
     /// gets it at once.
     pub fn advance_watermark(&mut self, wm: Timestamp, out: &mut impl Write) -> Result<(), PushError> {
-        let mut front_sink = |_: &QueryInfo, _: &cep_core::Match| {};
-        self.front.advance_watermark(wm, &mut front_sink)?;
-        self.route_released()?;
+        self.front.advance_watermark(wm, &mut self.routes)?;
+        self.after_routing()?;
         self.flush_all(wm)?;
         self.write_output(out)
     }
@@ -234,21 +222,20 @@ impl ShardedRunner {
             PushError::Io(e) => e,
             other => io::Error::other(other.to_string()),
         };
-        let mut front_sink = |_: &QueryInfo, _: &cep_core::Match| {};
-        self.front.finish(&mut front_sink)?;
-        self.route_released().map_err(io)?;
-        self.flush_all(self.released_ts).map_err(io)?;
-        for s in &self.shards {
+        self.front.finish(&mut self.routes)?;
+        self.after_routing().map_err(io)?;
+        self.flush_all(self.routes.released_ts).map_err(io)?;
+        for s in &self.routes.shards {
             // A shard that stopped on an error has dropped its receiver.
             let _ = s.tx.send(ToShard::Finish);
         }
-        while self.done.len() < self.shards.len() && self.failed.is_none() {
+        while self.done.len() < self.routes.shards.len() && self.failed.is_none() {
             match self.rx.recv() {
                 Ok(msg) => self.take(msg, out)?,
                 Err(_) => break,
             }
         }
-        for s in &mut self.shards {
+        for s in &mut self.routes.shards {
             if let Some(h) = s.handle.take()
                 && h.join().is_err()
             {
@@ -262,47 +249,14 @@ impl ShardedRunner {
         }
     }
 
-    /// Routes the events the front has released.
-    fn route_released(&mut self) -> Result<(), PushError> {
-        let mut full = false;
-        let (keys, level_key, hasher, n) = (&self.keys, self.level_key, &self.hasher, self.shards.len());
-        let shards = &mut self.shards;
-        let mut last = self.released_ts;
-        self.front.drain_released(|e| {
-            let shard_of = |v: Value| (hasher.hash_one(v) % n as u64) as usize;
-            let field = |f: FieldId| e.fields.get(f as usize).copied().unwrap_or(Value::Null);
-            let mut masks = [0u64; 64];
-            let masks = &mut masks[..n.min(64)];
-            for (q, key) in keys.iter().enumerate() {
-                let s = key.map_or(0, |f| shard_of(field(f)));
-                masks[s % masks.len()] |= 1 << q;
-            }
-            if let Some(f) = level_key {
-                masks[shard_of(field(f)) % masks.len()] |= LEVELS_BIT;
-            }
-            for (s, &mask) in shards.iter_mut().zip(masks.iter()) {
-                if mask == 0 {
-                    continue;
-                }
-                match s.batch.get_mut(s.len) {
-                    Some(row) => {
-                        row.0.clone_from(e);
-                        row.1 = mask;
-                    }
-                    None => s.batch.push((e.clone(), mask)),
-                }
-                s.len += 1;
-                full |= s.len >= BATCH;
-            }
-            last = e.ts;
-        });
-        self.released_ts = last;
-        if full { self.flush_all(last) } else { Ok(()) }
+    /// Flushes every batch when one has filled.
+    fn after_routing(&mut self) -> Result<(), PushError> {
+        if std::mem::take(&mut self.routes.full) { self.flush_all(self.routes.released_ts) } else { Ok(()) }
     }
 
     /// Sends every shard its batch (maybe empty) and the watermark.
     fn flush_all(&mut self, wm: Timestamp) -> Result<(), PushError> {
-        for s in &mut self.shards {
+        for s in &mut self.routes.shards {
             let next = s.spare.pop().unwrap_or_else(|| Vec::with_capacity(BATCH));
             let mut batch = std::mem::replace(&mut s.batch, next);
             batch.truncate(s.len);
@@ -336,12 +290,62 @@ impl ShardedRunner {
                 out.write_all(&bytes)?;
                 self.written += bytes.len() as u64;
             }
-            FromShard::Spare(i, v) => self.shards[i].spare.push(v),
+            FromShard::Spare(i, v) => self.routes.shards[i].spare.push(v),
             FromShard::Done(summary) => self.done.push(summary),
             FromShard::Failed(why) => {
                 self.failed.get_or_insert(why);
             }
         }
+        Ok(())
+    }
+}
+
+/// Routes each event the front releases into the batches of the shards
+/// whose keys it carries, with the queries it is for.
+struct Routes {
+    shards: Vec<Shard>,
+    /// Per query, the field its partition key is in.
+    keys: Vec<Option<FieldId>>,
+    /// The field level alerts are keyed by, if there are alerts.
+    level_key: Option<FieldId>,
+    /// Scratch: per shard, the routing mask of the event at hand.
+    masks: Vec<u64>,
+    /// The latest released ts: the watermark sent with the next flush.
+    released_ts: Timestamp,
+    /// A batch filled up: flush them all.
+    full: bool,
+}
+
+impl Sink for Routes {
+    fn on_match(&mut self, _: &QueryInfo, _: &cep_core::Match) -> io::Result<()> {
+        Ok(()) // the front runs no query
+    }
+
+    fn on_released(&mut self, e: &Event) -> io::Result<()> {
+        let n = self.shards.len();
+        let field = |f: FieldId| e.fields.get(f as usize).copied().unwrap_or(Value::Null);
+        self.masks.fill(0);
+        for (q, key) in self.keys.iter().enumerate() {
+            self.masks[key.map_or(0, |f| shard_of(&field(f), n))] |= 1 << q;
+        }
+        if let Some(f) = self.level_key {
+            self.masks[shard_of(&field(f), n)] |= LEVELS_BIT;
+        }
+        for (s, &mask) in self.shards.iter_mut().zip(self.masks.iter()) {
+            if mask == 0 {
+                continue;
+            }
+            match s.batch.get_mut(s.len) {
+                Some(row) => {
+                    row.0.clone_from(e);
+                    row.1 = mask;
+                }
+                None => s.batch.push((e.clone(), mask)),
+            }
+            s.len += 1;
+            self.full |= s.len >= BATCH;
+        }
+        self.released_ts = e.ts;
         Ok(())
     }
 }

@@ -21,11 +21,11 @@ pub fn render_with<E>(prog: &Program<E>, choice: crate::select::EngineChoice) ->
     let mut s = String::new();
     let _ = writeln!(s, "query {}", prog.name);
     match crate::select::explain(prog, choice) {
-        Ok(("run", why)) => {
+        Ok((crate::select::EngineKind::Run, why)) => {
             let _ = writeln!(s, "  engine: run (NFA runs over the shared buffer; {why})");
         }
         Ok((kind, why)) => {
-            let _ = writeln!(s, "  engine: {kind} ({why})");
+            let _ = writeln!(s, "  engine: {} ({why})", kind.name());
         }
         Err(why) => {
             let _ = writeln!(s, "  engine: none ({why})");
