@@ -7,6 +7,7 @@ use clap::{Parser, Subcommand};
 pub mod check;
 pub mod demo;
 pub mod input;
+pub mod output;
 pub mod run;
 
 /// Complex event processing: match patterns over event streams.

@@ -1,7 +1,7 @@
 //! `cep run`: queries over an event stream, matches as JSON lines.
 
 use std::fs::File;
-use std::io::{self, BufWriter, Write};
+use std::io::{self, BufWriter};
 use std::path::PathBuf;
 
 use cep_core::time::{DurationUnit, to_ticks};
@@ -10,6 +10,7 @@ use cep_index::LevelIndex;
 use cep_index::file::read_alerts;
 use cep_nfa::select::EngineChoice;
 use cep_nfa::stack::Construction;
+use cep_runtime::checkpoint::{self, Checkpoint, PipelineSnapshot};
 use cep_runtime::shard::{ShardedRunner, shard_of};
 use cep_runtime::{JsonLines, LEVEL_KEY_FIELD, PushError, Runner, Summary};
 use cep_time::LatePolicy;
@@ -17,6 +18,7 @@ use clap::Args;
 
 use crate::Failure;
 use crate::input::{Input, Prefix, SCHEMA_PREFIX, compile_query, open_events, read_failure, read_prefix, time_unit};
+use crate::output::Output;
 
 /// Options of `cep run` (LANGUAGE.md §6).
 #[derive(Debug, Args)]
@@ -98,8 +100,16 @@ pub fn run(args: RunArgs) -> Result<(), Failure> {
     if args.threads == 0 {
         return Err(Failure::bad_input("--threads must be at least 1"));
     }
-    if args.checkpoint.is_some() || args.checkpoint_every.is_some() || args.resume {
-        return Err(Failure::other("checkpoints (--checkpoint, --resume) are not supported yet"));
+    let every = match (&args.checkpoint, args.checkpoint_every) {
+        (None, Some(_)) => return Err(Failure::bad_input("--checkpoint-every needs --checkpoint DIR")),
+        (_, Some(0)) => return Err(Failure::bad_input("--checkpoint-every must be at least 1")),
+        (_, n) => n.unwrap_or(DEFAULT_CHECKPOINT_EVERY),
+    };
+    if args.checkpoint.is_some() && args.threads > 1 {
+        return Err(Failure::bad_input("--checkpoint runs on one thread for now: add --threads 1"));
+    }
+    if args.resume && args.checkpoint.is_none() {
+        return Err(Failure::bad_input("--resume needs --checkpoint DIR (where the checkpoints are)"));
     }
     let delay = parse_delay(&args.max_delay, unit)?;
     let late = LatePolicy::parse(&args.late).ok_or_else(|| {
@@ -146,10 +156,35 @@ pub fn run(args: RunArgs) -> Result<(), Failure> {
     }
     input.set_observe(false);
     let field_names: Vec<String> = input.schema().field_names().map(str::to_owned).collect();
+
+    // A resumed run starts from the newest checkpoint taken with the same
+    // queries, alerts and options.
+    let fingerprint = fingerprint(&args, delay, unit, &field_names)?;
+    let resumed = match (&args.checkpoint, args.resume) {
+        (Some(dir), true) => resume_from(dir, fingerprint)?,
+        _ => None,
+    };
+    let (position, output_bytes) = resumed.as_ref().map_or((0, 0), |c| (c.position, c.output_bytes));
+    let mut state = resumed.map(|c| c.state);
+    let restore_failed = |e: String| {
+        Failure::bad_input(format!(
+            "error: cannot resume from {}: {e}",
+            args.checkpoint.as_deref().unwrap_or(std::path::Path::new("")).display()
+        ))
+    };
+    let late_file = |e: io::Error| Failure::other(format!("cannot open the late-event file: {e}"));
+
     let mut pipeline = if args.threads == 1 {
         first.set_max_delay(delay);
         first.set_field_names(field_names);
-        first.set_late_policy(late).map_err(|e| Failure::other(format!("cannot open the late-event file: {e}")))?;
+        match state.take() {
+            Some(PipelineSnapshot::One(snap)) => {
+                first.set_late_policy_at(late, snap.late_bytes()).map_err(late_file)?;
+                first.restore(snap).map_err(restore_failed)?;
+            }
+            Some(PipelineSnapshot::Sharded(_)) => return Err(restore_failed("it was taken with more threads".into())),
+            None => first.set_late_policy(late).map_err(late_file)?,
+        }
         Pipeline::One(Box::new(first))
     } else {
         if first.queries().len() > 63 {
@@ -169,16 +204,44 @@ pub fn run(args: RunArgs) -> Result<(), Failure> {
         let mut front = Runner::new(Vec::new());
         front.set_max_delay(delay);
         front.set_field_names(field_names);
-        front.set_late_policy(late).map_err(|e| Failure::other(format!("cannot open the late-event file: {e}")))?;
-        Pipeline::Sharded(Box::new(ShardedRunner::new(front, shards)))
-    };
-    let out: Box<dyn Write> = match &args.out {
-        Some(p) => {
-            Box::new(File::create(p).map_err(|e| Failure::other(format!("cannot create {}: {e}", p.display())))?)
+        let mut released = None;
+        match state.take() {
+            Some(PipelineSnapshot::Sharded(snap)) => {
+                if snap.shards.len() != shards.len() {
+                    return Err(restore_failed(format!("it was taken with {} threads", snap.shards.len())));
+                }
+                front.set_late_policy_at(late, snap.front.late_bytes()).map_err(late_file)?;
+                front.restore(snap.front).map_err(restore_failed)?;
+                for (shard, s) in shards.iter_mut().zip(snap.shards) {
+                    shard.restore(s).map_err(restore_failed)?;
+                }
+                released = Some(snap.released);
+            }
+            Some(PipelineSnapshot::One(_)) => return Err(restore_failed("it was taken with one thread".into())),
+            None => front.set_late_policy(late).map_err(late_file)?,
         }
-        None => Box::new(io::stdout().lock()),
+        let sharded = ShardedRunner::new(front, shards);
+        let _ = released;
+        Pipeline::Sharded(Box::new(sharded))
     };
+    let out = match &args.out {
+        Some(p) if args.resume => Output::resume(p, output_bytes),
+        Some(p) => Output::create(p),
+        None => Ok(Output::stdout()),
+    };
+    let out = out.map_err(|e| {
+        Failure::other(format!(
+            "cannot write {}: {e}",
+            args.out.as_deref().unwrap_or(std::path::Path::new("-")).display()
+        ))
+    })?;
     let mut sink = JsonLines::new(BufWriter::with_capacity(1 << 16, out));
+    let mut checkpoints = match &args.checkpoint {
+        Some(dir) => {
+            Checkpoints { dir: Some(dir.clone()), every, next_at: position + every, fingerprint, skip_below: position }
+        }
+        None => Checkpoints::off(),
+    };
 
     let opts = Options { skip_bad, streaming };
     let (result, rows) = match idle {
@@ -186,10 +249,10 @@ pub fn run(args: RunArgs) -> Result<(), Failure> {
         // for input does not stop time.
         Some(idle) if streaming => {
             let clock = IdleClock { idle, unit };
-            drive_idle(&mut pipeline, &mut sink, input, opts, clock, &mut skipped)
+            drive_idle(&mut pipeline, &mut sink, input, opts, clock, &mut skipped, &mut checkpoints)
         }
         _ => {
-            let r = drive(&mut pipeline, &mut sink, &mut input, prefix, opts, &mut skipped);
+            let r = drive(&mut pipeline, &mut sink, &mut input, prefix, opts, &mut skipped, &mut checkpoints);
             (r, input.rows())
         }
     };
@@ -211,10 +274,12 @@ struct Options {
 
 /// Feeds the read-ahead events, then the rest of the input, then finishes.
 /// The output of `cep run`.
-type Sink = JsonLines<BufWriter<Box<dyn Write>>>;
+type Sink = JsonLines<BufWriter<Output>>;
 
 /// Pushes one event; a late event under `--late fail` is an error naming
-/// its place; matches are flushed at once when the input is a stream.
+/// its place; matches are flushed at once when the input is a stream. An
+/// event a resumed run's checkpoint already covers is skipped; after every
+/// `--checkpoint-every` rows a checkpoint is saved.
 fn push_event(
     runner: &mut Pipeline,
     sink: &mut Sink,
@@ -222,7 +287,11 @@ fn push_event(
     file: &str,
     line: u64,
     opts: Options,
+    checkpoints: &mut Checkpoints,
 ) -> Result<(), Failure> {
+    if e.row < checkpoints.skip_below {
+        return Ok(());
+    }
     let before = runner.emitted();
     runner.push(e, sink).map_err(|err| match err {
         PushError::Late { .. } => Failure::bad_input(format!("error: {file}:{line}: row {}: {err}", e.row)),
@@ -231,7 +300,95 @@ fn push_event(
     if opts.streaming && runner.emitted() != before {
         sink.flush().map_err(|io| Failure::other(format!("writing output: {io}")))?;
     }
+    if e.row + 1 >= checkpoints.next_at {
+        checkpoints.save(runner, sink, e.row + 1)?;
+    }
     Ok(())
+}
+
+/// Default rows between checkpoints.
+const DEFAULT_CHECKPOINT_EVERY: u64 = 100_000;
+
+/// When and where checkpoints are saved, and where a resumed run starts.
+#[derive(Debug)]
+struct Checkpoints {
+    dir: Option<PathBuf>,
+    every: u64,
+    /// The next checkpoint is due after this many input rows.
+    next_at: u64,
+    fingerprint: u64,
+    /// Rows before this were processed before the resumed checkpoint.
+    skip_below: u64,
+}
+
+impl Checkpoints {
+    fn off() -> Checkpoints {
+        Checkpoints { dir: None, every: u64::MAX, next_at: u64::MAX, fingerprint: 0, skip_below: 0 }
+    }
+
+    /// Saves the pipeline's state after `position` input rows, once every
+    /// match so far is written and synced.
+    fn save(&mut self, runner: &mut Pipeline, sink: &mut Sink, position: u64) -> Result<(), Failure> {
+        let Some(dir) = &self.dir else { return Ok(()) };
+        let failed = |e: io::Error| Failure::other(format!("cannot save a checkpoint in {}: {e}", dir.display()));
+        let state = runner.snapshot(sink).map_err(failed)?;
+        sink.flush().map_err(failed)?;
+        let out = sink.get_mut().get_mut();
+        out.sync().map_err(failed)?;
+        let c = Checkpoint { fingerprint: self.fingerprint, position, output_bytes: out.written(), state };
+        checkpoint::save(dir, &c).map_err(failed)?;
+        self.next_at = position.saturating_add(self.every);
+        Ok(())
+    }
+}
+
+/// The newest valid checkpoint in `dir` for a run with this fingerprint
+/// (`None`: start from the beginning); unreadable newer ones are reported.
+fn resume_from(dir: &std::path::Path, fingerprint: u64) -> Result<Option<Checkpoint>, Failure> {
+    let (found, warnings) = checkpoint::load_newest(dir)
+        .map_err(|e| Failure::other(format!("cannot read the checkpoints in {}: {e}", dir.display())))?;
+    for w in warnings {
+        eprintln!("warning: {w}");
+    }
+    match found {
+        None => {
+            eprintln!("note: no checkpoint in {}: starting from the beginning", dir.display());
+            Ok(None)
+        }
+        Some(c) if c.fingerprint != fingerprint => Err(Failure::bad_input(format!(
+            "error: the checkpoint in {} was taken with other queries, alerts, options or input columns; \
+             run with the same ones, or without --resume",
+            dir.display()
+        ))),
+        Some(c) => {
+            eprintln!("note: resuming after row {} from {}", c.position, dir.display());
+            Ok(Some(c))
+        }
+    }
+}
+
+/// Identifies what a checkpoint's state depends on: the query and alert
+/// files, the options that shape the engines, and the input's columns.
+fn fingerprint(args: &RunArgs, delay: i64, unit: cep_core::TimeUnit, fields: &[String]) -> Result<u64, Failure> {
+    let mut h = xxhash_rust::xxh3::Xxh3::new();
+    let mut put = |bytes: &[u8]| {
+        h.update(&(bytes.len() as u64).to_le_bytes());
+        h.update(bytes);
+    };
+    for path in [&args.query, &args.levels].into_iter().flatten() {
+        let text = std::fs::read(path)
+            .map_err(|e| Failure::bad_input(format!("error: cannot read {}: {e}", path.display())))?;
+        put(&text);
+    }
+    put(&(args.threads as u64).to_le_bytes());
+    put(&delay.to_le_bytes());
+    put(&unit.nanos().to_le_bytes());
+    put(args.engine.as_bytes());
+    put(args.construction.as_bytes());
+    for f in fields {
+        put(f.as_bytes());
+    }
+    Ok(h.digest())
 }
 
 /// Wall-clock idleness after which the watermark follows the wall clock.
@@ -255,6 +412,7 @@ fn drive_idle(
     opts: Options,
     clock: IdleClock,
     skipped: &mut u64,
+    checkpoints: &mut Checkpoints,
 ) -> (Result<(), Failure>, u64) {
     let file = input.file().to_owned();
     let (tx, rx) = std::sync::mpsc::sync_channel::<Msg>(1024);
@@ -283,7 +441,7 @@ fn drive_idle(
                 rows = r;
                 match msg {
                     Ok(Some((e, line))) => {
-                        if let Err(f) = push_event(runner, sink, &e, &file, line, opts) {
+                        if let Err(f) = push_event(runner, sink, &e, &file, line, opts, checkpoints) {
                             break Err(f);
                         }
                         since = std::time::Instant::now();
@@ -322,10 +480,12 @@ fn drive(
     prefix: Prefix,
     opts: Options,
     skipped: &mut u64,
+    checkpoints: &mut Checkpoints,
 ) -> Result<(), Failure> {
     let file = input.file().to_owned();
-    let push =
-        |runner: &mut Pipeline, sink: &mut Sink, e: &Event, line: u64| push_event(runner, sink, e, &file, line, opts);
+    let mut push = |runner: &mut Pipeline, sink: &mut Sink, e: &Event, line: u64| {
+        push_event(runner, sink, e, &file, line, opts, checkpoints)
+    };
     let (events, error, ended) = (prefix.events, prefix.error, prefix.ended);
     for (i, (e, line)) in events.iter().enumerate() {
         if let Some((at, err)) = &error
@@ -441,6 +601,14 @@ impl Pipeline {
         match self {
             Pipeline::One(r) => r.finish(sink),
             Pipeline::Sharded(r) => r.finish(sink.get_mut()).map(|_| ()),
+        }
+    }
+
+    /// The whole state, every match so far handed to the sink.
+    fn snapshot(&mut self, _sink: &mut Sink) -> io::Result<PipelineSnapshot> {
+        match self {
+            Pipeline::One(r) => Ok(PipelineSnapshot::One(r.snapshot()?)),
+            Pipeline::Sharded(_) => Err(io::Error::other("checkpoints of the sharded runtime are not supported yet")),
         }
     }
 

@@ -15,7 +15,7 @@ use crate::{FieldId, Sym, Timestamp, Value};
 /// assert_eq!(e.get(1), Value::Int(10250));
 /// assert_eq!(e.get(9), Value::Null);
 /// ```
-#[derive(Debug, PartialEq)]
+#[derive(Debug, PartialEq, serde::Serialize, serde::Deserialize)]
 pub struct Event {
     /// The event type (`Event` when the input has no `type`).
     pub ty: Sym,

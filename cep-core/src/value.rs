@@ -72,6 +72,21 @@ impl fmt::Debug for Sym {
     }
 }
 
+/// A symbol is saved as its text: indices differ between processes.
+impl serde::Serialize for Sym {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        s.serialize_str(self.as_str())
+    }
+}
+
+/// Reads a symbol's text and interns it in this process.
+impl<'de> serde::Deserialize<'de> for Sym {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Sym, D::Error> {
+        let text = std::borrow::Cow::<'de, str>::deserialize(d)?;
+        Ok(Sym::new(&text))
+    }
+}
+
 impl fmt::Display for Sym {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.write_str(self.as_str())
@@ -126,7 +141,7 @@ impl Kind {
 /// assert_eq!(Value::Null.compare(&Value::Null), None);
 /// assert_eq!(Value::str("a").compare(&Value::Int(1)), None);
 /// ```
-#[derive(Clone, Copy, Debug, Default)]
+#[derive(Clone, Copy, Debug, Default, serde::Serialize, serde::Deserialize)]
 pub enum Value {
     /// Missing / unknown.
     #[default]

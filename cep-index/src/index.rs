@@ -66,6 +66,15 @@ struct Field {
     keys: KeyIndex,
 }
 
+/// The saved state of a [`LevelIndex`] (see [`LevelIndex::snapshot`]).
+#[derive(Clone, Debug, Default, PartialEq, serde::Serialize, serde::Deserialize)]
+pub struct LevelSnapshot {
+    /// Ids of the disarmed alerts.
+    pub disarmed: Vec<String>,
+    /// The last value of each (field, key) seen.
+    pub last: Vec<(String, Value, f64)>,
+}
+
 /// Standing level alerts with hysteresis (LANGUAGE.md §4, plus bands: see
 /// the crate docs for the exact semantics and the cost model).
 ///
@@ -93,6 +102,8 @@ pub struct LevelIndex {
     fields: Vec<Field>,
     /// Per key and field.
     series: Vec<Series>,
+    /// The field and key of each series (for snapshots).
+    owners: Vec<(u32, Value)>,
     /// Edges being rebuilt.
     pairs: Vec<(u64, u32)>,
     /// Edges collected by an update, then the alerts they belong to.
@@ -260,17 +271,19 @@ impl LevelIndex {
                 self.fields.len() - 1
             }
         };
-        Self::series_in(&mut self.fields[f], &mut self.series, key)
+        self.series_in(f as u32, key)
     }
 
     #[inline]
-    fn series_in(field: &mut Field, series: &mut Vec<Series>, key: Value) -> u32 {
-        if let Some(s) = field.keys.get(&key) {
+    fn series_in(&mut self, field: u32, key: Value) -> u32 {
+        let f = &mut self.fields[field as usize];
+        if let Some(s) = f.keys.get(&key) {
             return s;
         }
-        let s = u32::try_from(series.len()).ok().filter(|&s| s < u32::MAX).expect("fewer than 2^32 series");
-        series.push(Series::default());
-        field.keys.insert(key, s);
+        let s = u32::try_from(self.series.len()).ok().filter(|&s| s < u32::MAX).expect("fewer than 2^32 series");
+        self.series.push(Series::default());
+        self.owners.push((field, key));
+        f.keys.insert(key, s);
         s
     }
 
@@ -325,7 +338,7 @@ impl LevelIndex {
         mut fire: impl FnMut(&Fire<'_>),
     ) {
         let Some(v) = value.as_f64().filter(|v| !v.is_nan()) else { return };
-        let sid = Self::series_in(&mut self.fields[field.0 as usize], &mut self.series, key);
+        let sid = self.series_in(field.0, key);
         let e = &mut self.series[sid as usize];
         let kv = order_key(v);
         let Some(prev) = e.step_to(v, kv) else { return };
@@ -386,6 +399,69 @@ impl LevelIndex {
             let a = &slots[slot as usize];
             fire(&Fire { id: &a.id, key, ts, row, value, direction: a.kind });
         }
+    }
+
+    /// The index's changing state, for a checkpoint: which alerts are
+    /// disarmed, and the last value of every key and field. The alerts
+    /// themselves are not in it: restore into an index with the same alerts.
+    ///
+    /// # Examples
+    /// ```
+    /// use cep_core::Value;
+    /// use cep_index::{Alert, AlertState, LevelIndex};
+    ///
+    /// let index = || {
+    ///     let mut idx = LevelIndex::new();
+    ///     idx.add(Alert::above("a17", Value::Int(7), "price", 100.0, 5.0)).unwrap();
+    ///     idx
+    /// };
+    /// let mut idx = index();
+    /// let price = idx.field("price").unwrap();
+    /// idx.update(price, Value::Int(7), Value::Int(90), 0, 0, |_| {});
+    /// idx.update(price, Value::Int(7), Value::Int(120), 1, 1, |_| {}); // fires, disarms
+    ///
+    /// let mut resumed = index();
+    /// resumed.restore(idx.snapshot()).unwrap();
+    /// assert_eq!(resumed.state("a17"), Some(AlertState::Disarmed));
+    /// let mut fired = 0;
+    /// resumed.update(price, Value::Int(7), Value::Int(94), 2, 2, |_| fired += 1); // re-arms
+    /// resumed.update(price, Value::Int(7), Value::Int(101), 3, 3, |_| fired += 1); // fires again
+    /// assert_eq!(fired, 1);
+    /// ```
+    pub fn snapshot(&self) -> LevelSnapshot {
+        let disarmed =
+            self.slots.iter().filter(|s| s.series != u32::MAX && !s.armed).map(|s| s.id.to_string()).collect();
+        let last = self
+            .series
+            .iter()
+            .zip(&self.owners)
+            .filter(|(s, _)| !s.last.is_nan())
+            .map(|(s, &(f, key))| (self.fields[f as usize].name.to_string(), key, s.last))
+            .collect();
+        LevelSnapshot { disarmed, last }
+    }
+
+    /// Restores a [`snapshot`](Self::snapshot) into an index holding the
+    /// same alerts (all armed, no values seen). An error names an alert or
+    /// field the index lacks.
+    pub fn restore(&mut self, snap: LevelSnapshot) -> Result<(), String> {
+        for id in &snap.disarmed {
+            let slot = self.find(id).ok_or_else(|| format!("the saved state names an unknown level alert `{id}`"))?;
+            self.slots[slot as usize].armed = false;
+        }
+        for (field, key, last) in snap.last {
+            let f = self.field(&field).ok_or_else(|| format!("the saved state names an unwatched field `{field}`"))?;
+            let sid = self.series_in(f.0, key);
+            self.series[sid as usize].last = last;
+        }
+        let mut pairs = std::mem::take(&mut self.pairs);
+        for sid in 0..self.series.len() as u32 {
+            pairs.clear();
+            self.series[sid as usize].edges_into(&mut pairs);
+            self.rebuild(sid, &mut pairs);
+        }
+        self.pairs = pairs;
+        Ok(())
     }
 
     /// Approximate heap bytes held (alerts, ids, edges, keys), for

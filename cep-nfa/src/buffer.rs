@@ -29,7 +29,7 @@ pub type NodeId = u32;
 pub const NIL: NodeId = u32::MAX;
 
 /// One binding of an event to an element.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub struct Node {
     /// Input row of the event.
     pub row: u64,
@@ -75,6 +75,23 @@ impl Buffer {
         }
         let id = self.nodes.insert(Node { row, pos, parent, refs: 1, elem });
         NodeId::try_from(id).expect("more than 4 billion live buffer nodes")
+    }
+
+    /// The live nodes with their ids, for a snapshot.
+    pub(crate) fn nodes(&self) -> Vec<(u32, Node)> {
+        self.nodes.iter().map(|(i, n)| (i as u32, *n)).collect()
+    }
+
+    /// A buffer holding exactly `nodes` under their ids (from
+    /// [`nodes`](Self::nodes)); an error if a node's parent is missing.
+    pub(crate) fn from_nodes(nodes: Vec<(u32, Node)>) -> Result<Buffer, String> {
+        let buffer = Buffer { nodes: nodes.into_iter().map(|(i, n)| (i as usize, n)).collect() };
+        for (_, n) in &buffer.nodes {
+            if n.parent != NIL && !buffer.nodes.contains(n.parent as usize) {
+                return Err(format!("buffer node of row {} lacks its parent", n.row));
+            }
+        }
+        Ok(buffer)
     }
 
     /// Adds a reference to `id`.

@@ -88,7 +88,7 @@ impl std::fmt::Display for LateEvent {
 impl std::error::Error for LateEvent {}
 
 /// Counters and gauges of an engine.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub struct Stats {
     /// Events pushed (late ones excluded).
     pub events: u64,
@@ -120,7 +120,7 @@ impl Stats {
     }
 }
 
-#[derive(Clone, Copy, Debug)]
+#[derive(Clone, Copy, Debug, serde::Serialize, serde::Deserialize)]
 struct Run {
     /// Last bound element.
     elem: u16,
@@ -141,7 +141,7 @@ struct Run {
 }
 
 /// Runs with their registers, `stride` values each.
-#[derive(Debug, Default)]
+#[derive(Clone, Debug, Default, serde::Serialize, serde::Deserialize)]
 struct RunSet {
     runs: Vec<Run>,
     regs: Vec<Value>,
@@ -258,7 +258,7 @@ impl HistoryShape {
 /// Candidate events of deferred negations: (position, which negations'
 /// types accept it) and its frame, oldest first. Entries before `start` are
 /// dead; they are compacted away once they are the majority.
-#[derive(Debug, Default)]
+#[derive(Clone, Debug, Default, serde::Serialize, serde::Deserialize)]
 struct NegLog {
     pos: Vec<(u64, u64)>,
     frames: Vec<Value>,
@@ -295,7 +295,7 @@ impl NegLog {
 /// The state of a partition that every one of its events touches, kept
 /// apart from [`Partition`] so that an event of a partition without live
 /// partial matches reads one small struct and its `PREV` ring.
-#[derive(Clone, Copy, Debug)]
+#[derive(Clone, Copy, Debug, serde::Serialize, serde::Deserialize)]
 #[repr(align(64))]
 struct Hot {
     next_pos: u64,
@@ -310,7 +310,7 @@ struct Hot {
 }
 
 /// The partial matches of a partition.
-#[derive(Debug)]
+#[derive(Clone, Debug, serde::Serialize, serde::Deserialize)]
 struct Partition {
     key: Value,
     runs: RunSet,
@@ -333,6 +333,19 @@ struct Done {
     /// (after-match skip), inclusive.
     discard: Option<(u64, u64)>,
     discarded: bool,
+}
+
+/// The saved state of an [`Engine`] (see [`Engine::snapshot`]): plain
+/// data, serialisable with serde; strings are saved as text.
+#[derive(Clone, Debug, serde::Serialize, serde::Deserialize)]
+pub struct EngineSnapshot {
+    parts: Vec<Partition>,
+    hot: Vec<Hot>,
+    ring: Vec<Value>,
+    nodes: Vec<(u32, Node)>,
+    watermark: Timestamp,
+    seq: u64,
+    stats: Stats,
 }
 
 /// The run engine for one query.
@@ -484,6 +497,85 @@ impl<E: StreamEvent> Engine<E> {
         let per_run = std::mem::size_of::<Run>() + self.prog.regs * std::mem::size_of::<Value>();
         s.state_bytes = (s.runs + s.pending) * per_run + s.nodes * Buffer::NODE_BYTES;
         s
+    }
+
+    /// The engine's matching state, for a checkpoint: every partition's
+    /// partial matches with their registers, `PREV` history and negation
+    /// log, the match buffer, the watermark and the counters. Take it
+    /// between events, after the matches emitted so far were taken (they are
+    /// not part of it); timers and caches are rebuilt by
+    /// [`restore`](Self::restore).
+    ///
+    /// # Examples
+    /// ```
+    /// use cep_core::{Event, Schema, Sym};
+    /// use cep_nfa::compile::{compile, Options};
+    /// use cep_nfa::engine::Engine;
+    ///
+    /// let q = "PATTERN SEQ(A a, B b) WITHIN 10";
+    /// let prog = || compile(q, &mut Schema::new(), &Options::default()).unwrap().programs.remove(0);
+    /// let mut engine = Engine::new(prog());
+    /// engine.push(&Event::new(Sym::new("A"), 1, 0, vec![])).unwrap();
+    /// let saved = engine.snapshot();
+    ///
+    /// let mut resumed = Engine::new(prog()); // e.g. in a new process
+    /// resumed.restore(saved).unwrap();
+    /// resumed.push(&Event::new(Sym::new("B"), 5, 1, vec![])).unwrap();
+    /// assert_eq!(resumed.pop().unwrap().rows, [0, 1]);
+    /// ```
+    pub fn snapshot(&self) -> EngineSnapshot {
+        debug_assert!(self.out.is_empty() && self.done.is_empty(), "snapshot between events, matches taken");
+        EngineSnapshot {
+            parts: self.parts.clone(),
+            hot: self.hot.clone(),
+            ring: self.ring.clone(),
+            nodes: self.buffer.nodes(),
+            watermark: self.watermark,
+            seq: self.seq,
+            stats: self.stats,
+        }
+    }
+
+    /// Replaces this engine's state with a [`snapshot`](Self::snapshot) of
+    /// an engine of the same program. An error (and the state left empty)
+    /// when the snapshot does not fit the program.
+    pub fn restore(&mut self, snap: EngineSnapshot) -> Result<(), String> {
+        let fits = snap.parts.len() == snap.hot.len()
+            && snap.parts.iter().all(|p| p.runs.stride == self.prog.regs && p.pending.stride == self.prog.regs)
+            && (self.shape.inline() || snap.ring.len() == snap.parts.len() * self.shape.stride());
+        if !fits {
+            return Err(format!("the saved state of query `{}` does not fit its program", self.prog.name));
+        }
+        let buffer = Buffer::from_nodes(snap.nodes)?;
+        let mut index = KeyIndex::default();
+        for (pid, p) in snap.parts.iter().enumerate() {
+            index.insert(p.key, pid as u32);
+        }
+        let mut timers = TimerWheel::new();
+        let mut none = Vec::new();
+        if snap.watermark > Timestamp::MIN {
+            timers.advance_to(snap.watermark, &mut none);
+        }
+        let timer_ids = snap
+            .hot
+            .iter()
+            .enumerate()
+            .map(|(pid, h)| (h.scheduled < Timestamp::MAX).then(|| timers.insert(h.scheduled, pid as u32)))
+            .collect();
+        self.next_due = timers.next_bound().unwrap_or(Timestamp::MAX);
+        self.timers = timers;
+        self.timer_ids = timer_ids;
+        self.index = index;
+        self.buffer = buffer;
+        self.parts = snap.parts;
+        self.hot = snap.hot;
+        self.ring = snap.ring;
+        self.watermark = snap.watermark;
+        self.seq = snap.seq;
+        self.stats = snap.stats;
+        self.kind_cache.clear();
+        self.out.clear();
+        Ok(())
     }
 
     /// Matches emitted and not yet taken.

@@ -92,6 +92,16 @@ pub fn explain<E>(prog: &Program<E>, choice: EngineChoice) -> Result<(EngineKind
 }
 
 /// A query on one of the engines.
+/// The saved state of a [`QueryEngine`].
+#[allow(clippy::large_enum_variant)]
+#[derive(Clone, Debug, serde::Serialize, serde::Deserialize)]
+pub enum QuerySnapshot {
+    /// Of the run engine.
+    Run(crate::engine::EngineSnapshot),
+    /// Of the stack engine.
+    Stack(crate::stack::StackSnapshot),
+}
+
 // One per query, so the size difference costs nothing; unboxed, a push
 // reaches either engine without an extra indirection.
 #[allow(clippy::large_enum_variant)]
@@ -161,6 +171,26 @@ impl<E: StreamEvent> QueryEngine<E> {
         match self {
             QueryEngine::Run(x) => x.pop(),
             QueryEngine::Stack(x) => x.pop(),
+        }
+    }
+
+    /// The engine's state, for a checkpoint (see [`Engine::snapshot`] and
+    /// [`StackEngine::snapshot`]).
+    pub fn snapshot(&self) -> QuerySnapshot {
+        match self {
+            QueryEngine::Run(x) => QuerySnapshot::Run(x.snapshot()),
+            QueryEngine::Stack(x) => QuerySnapshot::Stack(x.snapshot()),
+        }
+    }
+
+    /// Restores a [`snapshot`](Self::snapshot) of the same query on the
+    /// same engine; an error when the engine differs or the state does not
+    /// fit.
+    pub fn restore(&mut self, snap: QuerySnapshot) -> Result<(), String> {
+        match (self, snap) {
+            (QueryEngine::Run(x), QuerySnapshot::Run(s)) => x.restore(s),
+            (QueryEngine::Stack(x), QuerySnapshot::Stack(s)) => x.restore(s),
+            (x, _) => Err(format!("query `{}` was saved from another engine", x.program().name)),
         }
     }
 

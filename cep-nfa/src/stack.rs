@@ -194,7 +194,7 @@ pub fn qualifies<E>(prog: &Program<E>) -> Result<(), String> {
 }
 
 /// One stack entry.
-#[derive(Clone, Copy, Debug)]
+#[derive(Clone, Copy, Debug, serde::Serialize, serde::Deserialize)]
 struct Entry {
     ts: Timestamp,
     /// Position in its partition.
@@ -209,7 +209,7 @@ const NONE: u64 = u64::MAX;
 
 /// One element's stack. Entries are addressed by absolute index (stable
 /// while old entries are popped from the bottom).
-#[derive(Debug, Default)]
+#[derive(Clone, Debug, Default, serde::Serialize, serde::Deserialize)]
 struct Stack {
     entries: Vec<Entry>,
     /// Frame values, `width` per entry.
@@ -264,7 +264,7 @@ impl Stack {
     }
 }
 
-#[derive(Debug)]
+#[derive(Clone, Debug, serde::Serialize, serde::Deserialize)]
 struct Part {
     key: Value,
     next_pos: u64,
@@ -274,7 +274,7 @@ struct Part {
 }
 
 /// Counters of a stack engine.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub struct StackStats {
     /// Events pushed (late ones excluded).
     pub events: u64,
@@ -292,6 +292,19 @@ pub struct StackStats {
     pub prefixes: u64,
     /// Bytes of live state: entries with their frames.
     pub state_bytes: usize,
+}
+
+/// The saved state of a [`StackEngine`] (see [`StackEngine::snapshot`]):
+/// plain data, serialisable with serde.
+#[derive(Clone, Debug, serde::Serialize, serde::Deserialize)]
+pub struct StackSnapshot {
+    parts: Vec<Part>,
+    watermark: Timestamp,
+    seq: u64,
+    due: Timestamp,
+    events_since_batch: u64,
+    dirty: Vec<u32>,
+    stats: StackStats,
 }
 
 /// The stack engine over a qualifying [`Program`] (see [`qualifies`]).
@@ -459,6 +472,68 @@ impl<E: StreamEvent> StackEngine<E> {
         s.partitions = self.parts.len();
         s.state_bytes = s.entries * (std::mem::size_of::<Entry>() + self.width * std::mem::size_of::<Value>());
         s
+    }
+
+    /// The engine's state, for a checkpoint: every partition's stacks
+    /// (entries, links and frames) and unbuilt batch entries, the watermark,
+    /// the batch clock and the counters. Take it between events, after the
+    /// matches emitted so far were taken.
+    ///
+    /// # Examples
+    /// ```
+    /// use cep_core::{Event, Schema, Sym};
+    /// use cep_nfa::compile::{compile, Options};
+    /// use cep_nfa::stack::{Construction, StackEngine};
+    ///
+    /// let q = "PATTERN SEQ(A a, B b) WHERE skip-till-any-match WITHIN 10";
+    /// let prog = || compile(q, &mut Schema::new(), &Options::default()).unwrap().programs.remove(0);
+    /// let mut engine = StackEngine::new(prog(), Construction::Direct).unwrap();
+    /// engine.push(&Event::new(Sym::new("A"), 1, 0, vec![])).unwrap();
+    /// let saved = engine.snapshot();
+    ///
+    /// let mut resumed = StackEngine::new(prog(), Construction::Direct).unwrap();
+    /// resumed.restore(saved).unwrap();
+    /// resumed.push(&Event::new(Sym::new("B"), 5, 1, vec![])).unwrap();
+    /// assert_eq!(resumed.pop().unwrap().rows, [0, 1]);
+    /// ```
+    pub fn snapshot(&self) -> StackSnapshot {
+        debug_assert!(self.out.is_empty(), "snapshot between events, matches taken");
+        StackSnapshot {
+            parts: self.parts.clone(),
+            watermark: self.watermark,
+            seq: self.seq,
+            due: self.due,
+            events_since_batch: self.events_since_batch,
+            dirty: self.dirty.clone(),
+            stats: self.stats,
+        }
+    }
+
+    /// Replaces this engine's state with a [`snapshot`](Self::snapshot) of
+    /// an engine of the same program; an error when it does not fit.
+    pub fn restore(&mut self, snap: StackSnapshot) -> Result<(), String> {
+        let n = self.prog.elements.len();
+        let fits =
+            snap.parts.iter().all(|p| {
+                p.stacks.len() == n && p.stacks.iter().all(|s| s.frames.len() == s.entries.len() * self.width)
+            }) && snap.dirty.iter().all(|&d| (d as usize) < snap.parts.len());
+        if !fits {
+            return Err(format!("the saved state of query `{}` does not fit its program", self.prog.name));
+        }
+        let mut index = KeyIndex::default();
+        for (pid, p) in snap.parts.iter().enumerate() {
+            index.insert(p.key, pid as u32);
+        }
+        self.index = index;
+        self.parts = snap.parts;
+        self.watermark = snap.watermark;
+        self.seq = snap.seq;
+        self.due = snap.due;
+        self.events_since_batch = snap.events_since_batch;
+        self.dirty = snap.dirty;
+        self.stats = snap.stats;
+        self.out.clear();
+        Ok(())
     }
 
     /// Matches emitted and not yet taken.

@@ -1,15 +1,17 @@
 #![doc = include_str!("../README.md")]
 
+pub mod checkpoint;
 pub mod shard;
 
 use std::io::{self, Write};
 
 use cep_core::{Event, FieldId, Match, Schema, Timestamp, Value};
-use cep_index::{FieldRef, Fire, LevelIndex};
+use cep_index::{FieldRef, Fire, LevelIndex, LevelSnapshot};
 use cep_nfa::engine::Stats;
 use cep_nfa::program::Program;
-use cep_nfa::select::{EngineChoice, QueryEngine};
+use cep_nfa::select::{EngineChoice, QueryEngine, QuerySnapshot};
 use cep_nfa::stack::Construction;
+use cep_time::reorder::ReorderSnapshot;
 use cep_time::{LatePolicy, ReorderBuffer, Watermark};
 
 /// Where matches and fired level alerts go.
@@ -128,7 +130,7 @@ impl From<io::Error> for PushError {
 }
 
 /// Counts of a run, for the summary.
-#[derive(Clone, Debug, Default, PartialEq, Eq)]
+#[derive(Clone, Debug, Default, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub struct Summary {
     /// Events processed.
     pub events: u64,
@@ -308,10 +310,25 @@ impl Runner {
         self.watermark = Watermark::new(max_delay.max(0));
     }
 
-    /// Sets the late-event policy (opening the side file, if any).
+    /// Sets the late-event policy (creating the side file, if any).
     pub fn set_late_policy(&mut self, policy: LatePolicy) -> io::Result<()> {
+        self.set_late_policy_at(policy, 0)
+    }
+
+    /// Sets the late-event policy; a side file keeps its first `keep` bytes
+    /// (a resumed run continues the file its checkpoint saw) and is
+    /// written after them.
+    pub fn set_late_policy_at(&mut self, policy: LatePolicy, keep: u64) -> io::Result<()> {
         if let LatePolicy::Side(path) = &policy {
-            self.late_out = Some(io::BufWriter::new(std::fs::File::create(path)?));
+            let mut file = std::fs::OpenOptions::new().create(true).write(true).truncate(keep == 0).open(path)?;
+            if keep > 0 {
+                if file.metadata()?.len() < keep {
+                    return Err(io::Error::other(format!("{path} is shorter than its checkpoint says ({keep} bytes)")));
+                }
+                file.set_len(keep)?;
+                io::Seek::seek(&mut file, io::SeekFrom::End(0))?;
+            }
+            self.late_out = Some(io::BufWriter::new(file));
         }
         self.late = policy;
         Ok(())
@@ -534,7 +551,102 @@ impl Runner {
     }
 }
 
-/// Hands an engine's final matches to the sink, numbered by query.
+/// The saved state of a [`Runner`] (see [`Runner::snapshot`]): plain data,
+/// serialisable with serde.
+#[derive(Clone, Debug, serde::Serialize, serde::Deserialize)]
+pub struct RunnerSnapshot {
+    engines: Vec<QuerySnapshot>,
+    watermark: Watermark,
+    reorder: Option<ReorderSnapshot<Event>>,
+    summary: Summary,
+    levels: Option<LevelSnapshot>,
+    /// Bytes written to the late-event side file.
+    late_bytes: u64,
+}
+
+impl RunnerSnapshot {
+    /// Bytes the late-event side file held when the snapshot was taken.
+    pub fn late_bytes(&self) -> u64 {
+        self.late_bytes
+    }
+
+    /// The counts when the snapshot was taken.
+    pub fn summary(&self) -> &Summary {
+        &self.summary
+    }
+}
+
+impl Runner {
+    /// The runner's whole state, for a checkpoint: every query engine's
+    /// partial matches, the level alerts' states and last values, the
+    /// events held for reordering, the watermark and the counts. Take it
+    /// between pushes (every match so far has gone to the sink). The late
+    /// side file is flushed, and its length recorded, so that a resumed run
+    /// continues it (see [`set_late_policy_at`](Self::set_late_policy_at)).
+    ///
+    /// # Examples
+    /// ```
+    /// use cep_core::{Event, Match, Schema, Sym};
+    /// use cep_nfa::compile::{compile, Options};
+    /// use cep_runtime::{QueryInfo, Runner};
+    ///
+    /// let q = "PATTERN SEQ(A a, B b) WITHIN 10";
+    /// let runner = || Runner::new(compile(q, &mut Schema::new(), &Options::default()).unwrap().programs);
+    /// let mut first = runner();
+    /// let mut got = Vec::new();
+    /// let mut sink = |_: &QueryInfo, m: &Match| got.push(m.rows.clone());
+    /// first.push(&Event::new(Sym::new("A"), 1, 0, vec![]), &mut sink).unwrap();
+    /// let saved = first.snapshot().unwrap();
+    ///
+    /// let mut resumed = runner(); // e.g. after a crash, in a new process
+    /// resumed.restore(saved).unwrap();
+    /// resumed.push(&Event::new(Sym::new("B"), 4, 1, vec![]), &mut sink).unwrap();
+    /// resumed.finish(&mut sink).unwrap();
+    /// assert_eq!(got, [vec![0, 1]]);
+    /// assert_eq!(resumed.summary().matches, [1]);
+    /// ```
+    pub fn snapshot(&mut self) -> io::Result<RunnerSnapshot> {
+        let late_bytes = match &mut self.late_out {
+            Some(out) => {
+                out.flush()?;
+                out.get_ref().metadata()?.len()
+            }
+            None => 0,
+        };
+        Ok(RunnerSnapshot {
+            engines: self.engines.iter().map(QueryEngine::snapshot).collect(),
+            watermark: self.watermark,
+            reorder: self.reorder.as_ref().map(ReorderBuffer::snapshot),
+            summary: self.summary.clone(),
+            levels: self.levels.as_ref().map(|l| l.index.snapshot()),
+            late_bytes,
+        })
+    }
+
+    /// Puts this runner in the state of a [`snapshot`](Self::snapshot) taken
+    /// from a runner built alike (same queries, engines, alerts and delay).
+    /// An error says what does not fit.
+    pub fn restore(&mut self, snap: RunnerSnapshot) -> Result<(), String> {
+        if snap.engines.len() != self.engines.len() || snap.summary.matches.len() != self.engines.len() {
+            return Err(format!("the saved state has {} queries, this run {}", snap.engines.len(), self.engines.len()));
+        }
+        if snap.reorder.is_some() != self.reorder.is_some() || snap.levels.is_some() != self.levels.is_some() {
+            return Err("the saved state was taken with another delay or other level alerts".into());
+        }
+        for (engine, s) in self.engines.iter_mut().zip(snap.engines) {
+            engine.restore(s)?;
+        }
+        if let (Some(lv), Some(s)) = (&mut self.levels, snap.levels) {
+            lv.index.restore(s)?;
+        }
+        self.reorder = snap.reorder.map(ReorderBuffer::from_snapshot);
+        self.watermark = snap.watermark;
+        self.summary = snap.summary;
+        Ok(())
+    }
+}
+
+/// Hands an engine's final matches to the sink, numbered by query./// Hands an engine's final matches to the sink, numbered by query.
 fn emit(
     i: usize,
     engine: &mut QueryEngine<Event>,

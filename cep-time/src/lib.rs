@@ -22,7 +22,7 @@ pub use wheel::{FifoId, FifoTimers, TimerId, TimerWheel};
 /// assert_eq!(wm.observe(9), Err(10));    // late: behind the watermark
 /// assert_eq!(wm.get(), 10);
 /// ```
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub struct Watermark {
     current: Timestamp,
     max_delay: i64,

@@ -1,0 +1,220 @@
+//! Checkpoints and `--resume` through the binary (LANGUAGE.md §6): a run on
+//! W1 ticks killed with SIGKILL at random moments many times, and resumed
+//! each time, ends with exactly the output of an uninterrupted run — the
+//! same lines, none twice, the same late-event file and the same summary
+//! counts. Also: a corrupt newest checkpoint falls back to the previous one;
+//! a checkpoint of other options is refused.
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+use std::time::Duration;
+
+use cep_bench::levels;
+use cep_bench::w1::{RISE_SPIKE, Ticks};
+
+const CEP: &str = env!("CARGO_BIN_EXE_cep");
+
+fn scratch(name: &str) -> PathBuf {
+    let dir = std::env::temp_dir().join(format!("cep-resume-{}-{name}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).unwrap();
+    dir
+}
+
+fn p(path: &Path) -> &str {
+    path.to_str().unwrap()
+}
+
+/// Writes the inputs: W1 ticks (pairs displaced within `--max-delay 2`, and
+/// a late tick every 25,000 rows), rise_spike and a second query, and
+/// level alerts. Returns the common arguments.
+fn inputs(dir: &Path, ticks: usize) -> Vec<String> {
+    let (events, query, alerts) = (dir.join("w1.csv"), dir.join("q.cep"), dir.join("levels.csv"));
+    let mut csv = String::from("type,ts,key,price,vol\n");
+    let mut all: Vec<_> = Ticks::new(ticks).collect();
+    for pair in all.chunks_mut(2) {
+        pair.reverse();
+    }
+    for (i, t) in all.iter().enumerate() {
+        let ts = if i % 25_000 == 24_999 { t.ts - 1_000 } else { t.ts };
+        csv.push_str(&format!("Tick,{ts},{},{},{}\n", t.key, t.price, t.vol));
+    }
+    std::fs::write(&events, csv).unwrap();
+    let other = "QUERY spikes PATTERN SEQ(Tick a, Tick b) WHERE a.vol >= 2000 AND b.vol >= 2000 WITHIN 20 ms;";
+    // One match per tick: a tick lost or doubled at a resume shows.
+    let every = "QUERY every PATTERN SEQ(Tick t);";
+    std::fs::write(&query, format!("{RISE_SPIKE}\n{other}\n{every}\n")).unwrap();
+    let mut f = Vec::new();
+    levels::write_csv(&mut f, levels::KEYS, 5).unwrap();
+    std::fs::write(&alerts, f).unwrap();
+    let late = format!("side:{}", p(&dir.join("late.jsonl")));
+    ["run", "--query", p(&query), "--levels", p(&alerts), "--events", p(&events), "--max-delay", "2", "--late", &late]
+        .map(str::to_owned)
+        .to_vec()
+}
+
+fn summary(stderr: &[u8]) -> String {
+    String::from_utf8_lossy(stderr).lines().find(|l| l.starts_with("summary:")).unwrap_or("").to_owned()
+}
+
+/// A run to the end; its summary line.
+fn run_to_end(args: &[String]) -> String {
+    let o = Command::new(CEP).args(args).output().unwrap();
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    summary(&o.stderr)
+}
+
+/// Runs with checkpoints, killing the process (SIGKILL) `kills` times at
+/// pseudo-random moments between 3 % and 40 % of `full` (the time of an
+/// uninterrupted run) after each start, and resuming; then lets it finish.
+/// Returns the final summary and how many runs were killed before they
+/// ended.
+fn run_killed(args: &[String], kills: usize, seed: u64, full: Duration) -> (String, usize, Vec<u64>) {
+    let mut x = seed;
+    let mut killed = 0;
+    let mut resumed_at = Vec::new();
+    let mut note = |stderr: &[u8]| {
+        let text = String::from_utf8_lossy(stderr);
+        if let Some(rest) = text.split("resuming after row ").nth(1) {
+            resumed_at.push(rest.split(' ').next().unwrap().parse::<u64>().unwrap());
+        }
+    };
+    for attempt in 0.. {
+        let mut cmd = Command::new(CEP);
+        cmd.args(args);
+        if attempt > 0 {
+            cmd.arg("--resume");
+        }
+        let mut child = cmd.stdout(Stdio::null()).stderr(Stdio::piped()).spawn().unwrap();
+        if attempt < kills {
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            std::thread::sleep(full.mul_f64(0.03 + (x % 1000) as f64 / 1000.0 * 0.37));
+            if child.try_wait().unwrap().is_none() {
+                child.kill().unwrap(); // SIGKILL: no cleanup runs
+                note(&child.wait_with_output().unwrap().stderr);
+                killed += 1;
+                continue;
+            }
+        }
+        let o = child.wait_with_output().unwrap();
+        assert!(o.status.success(), "attempt {attempt}: {}", String::from_utf8_lossy(&o.stderr));
+        note(&o.stderr);
+        return (summary(&o.stderr), killed, resumed_at);
+    }
+    unreachable!()
+}
+
+fn check_killed_and_resumed(threads: &str, seed: u64) {
+    let dir = scratch(&format!("kill{threads}"));
+    let mut base = inputs(&dir, 300_000);
+    base.extend(["--threads".into(), threads.into()]);
+    let whole = dir.join("whole.jsonl");
+    let started = std::time::Instant::now();
+    let want_summary = run_to_end(&[&base[..], &["--out".into(), p(&whole).into()]].concat());
+    let full = started.elapsed();
+    let want = std::fs::read_to_string(&whole).unwrap();
+    let want_late = std::fs::read_to_string(dir.join("late.jsonl")).unwrap();
+    assert!(want.lines().count() > 1000, "{}", want.lines().count());
+    assert!(want_late.lines().count() >= 7, "{want_late}");
+
+    let out = dir.join("out.jsonl");
+    let ckpt = dir.join("ckpt");
+    let args =
+        [&base[..], &["--out", p(&out), "--checkpoint", p(&ckpt), "--checkpoint-every", "15000"].map(String::from)]
+            .concat();
+    let (got_summary, killed, resumed_at) = run_killed(&args, 12, seed, full);
+    eprintln!("{threads} thread(s): killed {killed} times (full run {full:?}), resumed after rows {resumed_at:?}");
+    assert!(resumed_at.iter().filter(|&&r| r > 0).count() >= 3, "too few resumes from a checkpoint: {resumed_at:?}");
+    assert!(killed >= 3, "only {killed} runs were killed before they ended: the kill points are too late");
+    let got = std::fs::read_to_string(&out).unwrap();
+    let ids = |s: &str| {
+        let mut v: Vec<String> = s.lines().map(str::to_owned).collect();
+        v.sort();
+        v
+    };
+    let (got_lines, want_lines) = (ids(&got), ids(&want));
+    let mut dedup = got_lines.clone();
+    dedup.dedup();
+    assert_eq!(dedup.len(), got_lines.len(), "a line was written twice");
+    assert!(
+        got_lines == want_lines,
+        "{} lines after {killed} kills, {} uninterrupted",
+        got_lines.len(),
+        want_lines.len()
+    );
+    if threads == "1" {
+        assert!(got == want, "one thread: the very same bytes, in the same order");
+    }
+    assert_eq!(std::fs::read_to_string(dir.join("late.jsonl")).unwrap(), want_late);
+    assert_eq!(got_summary, want_summary);
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+#[test]
+fn killed_and_resumed_many_times_equals_an_uninterrupted_run() {
+    check_killed_and_resumed("1", 0x9E37_79B9_7F4A_7C15);
+}
+
+#[test]
+fn resume_with_a_corrupt_newest_checkpoint_uses_the_previous_one() {
+    let dir = scratch("corrupt");
+    let base = inputs(&dir, 60_000);
+    let (out, ckpt) = (dir.join("out.jsonl"), dir.join("ckpt"));
+    let args =
+        [&base[..], &["--out", p(&out), "--checkpoint", p(&ckpt), "--checkpoint-every", "10000"].map(String::from)]
+            .concat();
+    let want_summary = run_to_end(&args);
+    let want = std::fs::read_to_string(&out).unwrap();
+    let mut files: Vec<PathBuf> = std::fs::read_dir(&ckpt).unwrap().map(|e| e.unwrap().path()).collect();
+    files.sort();
+    assert_eq!(files.len(), 2, "the newest two are kept: {files:?}");
+    let newest = files.last().unwrap();
+    let mut bytes = std::fs::read(newest).unwrap();
+    let mid = bytes.len() / 2;
+    bytes[mid] ^= 0xff;
+    std::fs::write(newest, bytes).unwrap();
+
+    let o = Command::new(CEP).args(&args).arg("--resume").output().unwrap();
+    let stderr = String::from_utf8_lossy(&o.stderr);
+    assert!(o.status.success(), "{stderr}");
+    assert!(stderr.contains("checksum mismatch; trying the previous checkpoint"), "{stderr}");
+    assert!(stderr.contains("resuming after row 50000"), "{stderr}");
+    assert_eq!(std::fs::read_to_string(&out).unwrap(), want);
+    assert_eq!(summary(&o.stderr), want_summary);
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+#[test]
+fn resume_refuses_a_checkpoint_of_other_options() {
+    let dir = scratch("other");
+    let base = inputs(&dir, 30_000);
+    let ckpt = dir.join("ckpt");
+    let args = [&base[..], &["--out", p(&dir.join("o.jsonl")), "--checkpoint", p(&ckpt)].map(String::from)].concat();
+    run_to_end(&[&args[..], &["--checkpoint-every".into(), "5000".into()]].concat());
+    let o = Command::new(CEP).args(&args).args(["--engine", "run", "--resume"]).output().unwrap();
+    assert_eq!(o.status.code(), Some(2));
+    let stderr = String::from_utf8_lossy(&o.stderr);
+    assert!(stderr.contains("was taken with other queries, alerts, options"), "{stderr}");
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+#[test]
+fn resume_without_a_checkpoint_starts_from_the_beginning() {
+    let dir = scratch("none");
+    let base = inputs(&dir, 30_000);
+    let (out, ckpt) = (dir.join("out.jsonl"), dir.join("ckpt"));
+    let args = [&base[..], &["--out", p(&out)].map(String::from)].concat();
+    let want_summary = run_to_end(&args);
+    let want = std::fs::read_to_string(&out).unwrap();
+    // A crash before the first checkpoint left half the output.
+    std::fs::write(&out, &want[..want.len() / 2]).unwrap();
+    let o = Command::new(CEP).args(&args).args(["--checkpoint", p(&ckpt), "--resume"]).output().unwrap();
+    let stderr = String::from_utf8_lossy(&o.stderr);
+    assert!(o.status.success(), "{stderr}");
+    assert!(stderr.contains("no checkpoint in"), "{stderr}");
+    assert_eq!(std::fs::read_to_string(&out).unwrap(), want);
+    assert_eq!(summary(&o.stderr), want_summary);
+    let _ = std::fs::remove_dir_all(&dir);
+}

@@ -1,0 +1,210 @@
+//! Checkpoint files: the whole state of a run, saved so that a crashed run
+//! can resume (LANGUAGE.md §6).
+//!
+//! A checkpoint is one file, `DIR/checkpoint-NNNNNNNNNNNN.ckpt` (the number
+//! grows with every save):
+//!
+//! ```text
+//! magic "CEPCKPT\0" | format version u32 | hash version u32 | payload length u64 | payload | CRC-32 of payload u32
+//! ```
+//!
+//! (integers little-endian). The payload is a [`Checkpoint`] in postcard. The
+//! format version changes whenever the payload's shape does; the hash
+//! version whenever [`shard_of`](crate::shard::shard_of) would put a key on
+//! another shard (a sharded state is only valid with the same hash).
+//!
+//! [`save`] writes a temporary file, syncs it, renames it into place and
+//! syncs the directory, so a crash leaves either the old or the new
+//! checkpoint, never half of one; it keeps the previous checkpoint and
+//! deletes older ones. [`load_newest`] returns the newest checkpoint that
+//! reads back whole (right magic, versions, length and checksum), with a
+//! warning for each newer one that does not.
+
+use std::fs::{self, File};
+use std::io::{self, Write};
+use std::path::{Path, PathBuf};
+
+use cep_core::Timestamp;
+
+use crate::RunnerSnapshot;
+
+/// The first bytes of a checkpoint file.
+pub const MAGIC: &[u8; 8] = b"CEPCKPT\0";
+/// The version of the payload's shape.
+pub const FORMAT_VERSION: u32 = 1;
+/// The version of the key-to-shard hash.
+pub const HASH_VERSION: u32 = 1;
+
+/// Checkpoints kept in a directory: the newest and the one before it.
+const KEEP: usize = 2;
+
+/// Everything a resumed run needs.
+#[derive(Clone, Debug, serde::Serialize, serde::Deserialize)]
+pub struct Checkpoint {
+    /// Identifies the run's queries, alerts and options: a run resumes only
+    /// from a checkpoint with its own fingerprint.
+    pub fingerprint: u64,
+    /// Input rows (good and bad) the state has consumed: a resumed run
+    /// skips this many.
+    pub position: u64,
+    /// Output bytes written (and synced) when the checkpoint was taken.
+    pub output_bytes: u64,
+    /// The engines' state.
+    pub state: PipelineSnapshot,
+}
+
+/// The state of a single-threaded or a sharded run.
+#[derive(Clone, Debug, serde::Serialize, serde::Deserialize)]
+pub enum PipelineSnapshot {
+    /// One runner.
+    One(RunnerSnapshot),
+    /// The sharded runtime (see [`ShardedRunner::checkpoint`](crate::shard::ShardedRunner::checkpoint)).
+    Sharded(ShardedSnapshot),
+}
+
+/// The state of a [`ShardedRunner`](crate::shard::ShardedRunner): its front,
+/// every shard, and the watermark last sent to the shards.
+#[derive(Clone, Debug, serde::Serialize, serde::Deserialize)]
+pub struct ShardedSnapshot {
+    /// The front runner (watermark, reorder buffer, late events).
+    pub front: RunnerSnapshot,
+    /// One per shard, in shard order.
+    pub shards: Vec<RunnerSnapshot>,
+    /// The `ts` of the last event routed to the shards.
+    pub released: Timestamp,
+}
+
+/// Why a checkpoint file could not be read.
+#[derive(Debug)]
+pub enum LoadError {
+    /// Reading failed.
+    Io(io::Error),
+    /// The file is not a whole checkpoint of this version.
+    Corrupt(String),
+}
+
+impl std::fmt::Display for LoadError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            LoadError::Io(e) => write!(f, "{e}"),
+            LoadError::Corrupt(why) => f.write_str(why),
+        }
+    }
+}
+
+impl std::error::Error for LoadError {}
+
+/// The bytes of a checkpoint file.
+///
+/// # Examples
+/// ```
+/// use cep_runtime::checkpoint::{decode, encode};
+/// # use cep_runtime::{Runner, checkpoint::{Checkpoint, PipelineSnapshot}};
+/// # let state = PipelineSnapshot::One(Runner::new(Vec::new()).snapshot().unwrap());
+/// let c = Checkpoint { fingerprint: 7, position: 1000, output_bytes: 42, state };
+/// let mut bytes = encode(&c);
+/// assert_eq!(decode(&bytes).unwrap().position, 1000);
+/// let last = bytes.len() - 5;
+/// bytes[last] ^= 1; // one flipped bit in the payload
+/// assert!(decode(&bytes).is_err());
+/// ```
+pub fn encode(c: &Checkpoint) -> Vec<u8> {
+    let payload = postcard::to_stdvec(c).expect("a checkpoint serialises");
+    let mut out = Vec::with_capacity(payload.len() + 28);
+    out.extend_from_slice(MAGIC);
+    out.extend_from_slice(&FORMAT_VERSION.to_le_bytes());
+    out.extend_from_slice(&HASH_VERSION.to_le_bytes());
+    out.extend_from_slice(&(payload.len() as u64).to_le_bytes());
+    out.extend_from_slice(&payload);
+    out.extend_from_slice(&crc32fast::hash(&payload).to_le_bytes());
+    out
+}
+
+/// Reads the bytes of a checkpoint file, checking everything [`encode`]
+/// wrote.
+pub fn decode(bytes: &[u8]) -> Result<Checkpoint, LoadError> {
+    let corrupt = |why: &str| Err(LoadError::Corrupt(why.to_owned()));
+    let Some(rest) = bytes.strip_prefix(MAGIC.as_slice()) else { return corrupt("not a checkpoint file") };
+    let word = |at: usize| rest.get(at..at + 4).map(|b| u32::from_le_bytes(b.try_into().expect("4 bytes")));
+    let (Some(format), Some(hash)) = (word(0), word(4)) else { return corrupt("truncated header") };
+    if format != FORMAT_VERSION {
+        return Err(LoadError::Corrupt(format!("format version {format}, this cep reads {FORMAT_VERSION}")));
+    }
+    if hash != HASH_VERSION {
+        return Err(LoadError::Corrupt(format!("hash version {hash}, this cep uses {HASH_VERSION}")));
+    }
+    let Some(len) = rest.get(8..16).map(|b| u64::from_le_bytes(b.try_into().expect("8 bytes"))) else {
+        return corrupt("truncated header");
+    };
+    let body = &rest[16..];
+    if (body.len() as u64) != len.saturating_add(4) {
+        return corrupt("truncated or overlong file");
+    }
+    let (payload, sum) = body.split_at(len as usize);
+    if crc32fast::hash(payload).to_le_bytes() != sum {
+        return corrupt("checksum mismatch");
+    }
+    postcard::from_bytes(payload).map_err(|e| LoadError::Corrupt(format!("unreadable payload: {e}")))
+}
+
+/// Writes `c` into `dir` atomically (see the [module](self) docs) and
+/// returns its path; older checkpoints beyond the previous one are deleted.
+pub fn save(dir: &Path, c: &Checkpoint) -> io::Result<PathBuf> {
+    fs::create_dir_all(dir)?;
+    let next = list(dir)?.last().map_or(1, |(n, _)| n + 1);
+    let path = dir.join(format!("checkpoint-{next:012}.ckpt"));
+    let tmp = dir.join(format!("checkpoint-{next:012}.tmp"));
+    {
+        let mut file = File::create(&tmp)?;
+        file.write_all(&encode(c))?;
+        file.sync_all()?;
+    }
+    fs::rename(&tmp, &path)?;
+    sync_dir(dir)?;
+    let all = list(dir)?;
+    for (_, old) in &all[..all.len().saturating_sub(KEEP)] {
+        let _ = fs::remove_file(old);
+    }
+    Ok(path)
+}
+
+/// The newest checkpoint in `dir` that reads back whole (`None` if there
+/// is none), and one warning per newer file that does not.
+pub fn load_newest(dir: &Path) -> io::Result<(Option<Checkpoint>, Vec<String>)> {
+    let mut warnings = Vec::new();
+    if !dir.exists() {
+        return Ok((None, warnings));
+    }
+    for (_, path) in list(dir)?.into_iter().rev() {
+        match fs::read(&path).map_err(LoadError::Io).and_then(|b| decode(&b)) {
+            Ok(c) => return Ok((Some(c), warnings)),
+            Err(e) => warnings.push(format!("{}: {e}; trying the previous checkpoint", path.display())),
+        }
+    }
+    Ok((None, warnings))
+}
+
+/// The checkpoint files of `dir`, oldest first, with their numbers.
+fn list(dir: &Path) -> io::Result<Vec<(u64, PathBuf)>> {
+    let mut out = Vec::new();
+    for entry in fs::read_dir(dir)? {
+        let path = entry?.path();
+        let name = path.file_name().and_then(|n| n.to_str()).unwrap_or("");
+        if let Some(n) = name.strip_prefix("checkpoint-").and_then(|r| r.strip_suffix(".ckpt"))
+            && let Ok(n) = n.parse::<u64>()
+        {
+            out.push((n, path));
+        }
+    }
+    out.sort();
+    Ok(out)
+}
+
+/// Makes a rename in `dir` durable (a no-op where directories cannot be
+/// opened, as on Windows).
+fn sync_dir(dir: &Path) -> io::Result<()> {
+    match File::open(dir) {
+        Ok(d) => d.sync_all().or(Ok(())),
+        Err(_) => Ok(()),
+    }
+}
