@@ -12,7 +12,7 @@ use cep_nfa::select::EngineChoice;
 use cep_nfa::stack::Construction;
 use cep_runtime::checkpoint::{self, Checkpoint, PipelineSnapshot};
 use cep_runtime::shard::{ShardedRunner, shard_of};
-use cep_runtime::{JsonLines, LEVEL_KEY_FIELD, PushError, Runner, Summary};
+use cep_runtime::{JsonLines, LEVEL_KEY_FIELD, PushError, Runner, RunnerStats, Summary};
 use cep_time::LatePolicy;
 use clap::Args;
 
@@ -66,6 +66,14 @@ pub struct RunArgs {
     /// Resume from the newest checkpoint.
     #[arg(long)]
     resume: bool,
+    /// Print per-shard statistics on stderr at the end: events, partial
+    /// matches, buffer nodes, late and skipped events, matches.
+    #[arg(long)]
+    stats: bool,
+    /// Keep at most N partial matches per key and query; the oldest are
+    /// dropped (and counted) beyond it.
+    #[arg(long, value_name = "N")]
+    max_partials_per_key: Option<usize>,
     /// Engine for the queries: auto (the stack engine where a query
     /// qualifies), run, or stack (an error if a query does not qualify).
     #[arg(long, value_name = "auto|run|stack", default_value = "auto")]
@@ -108,6 +116,9 @@ pub fn run(args: RunArgs) -> Result<(), Failure> {
     if args.checkpoint.is_some() && args.threads > 1 {
         return Err(Failure::bad_input("--checkpoint runs on one thread for now: add --threads 1"));
     }
+    if args.max_partials_per_key == Some(0) {
+        return Err(Failure::bad_input("--max-partials-per-key must be at least 1"));
+    }
     if args.resume && args.checkpoint.is_none() {
         return Err(Failure::bad_input("--resume needs --checkpoint DIR (where the checkpoints are)"));
     }
@@ -139,7 +150,12 @@ pub fn run(args: RunArgs) -> Result<(), Failure> {
             Some(query) => compile_query(query, schema, unit)?.1.programs,
             None => Vec::new(),
         };
-        Runner::with_engines(programs, choice, construction).map_err(|e| Failure::bad_input(format!("error: {e}")))
+        let mut runner = Runner::with_engines(programs, choice, construction)
+            .map_err(|e| Failure::bad_input(format!("error: {e}")))?;
+        if let Some(cap) = args.max_partials_per_key {
+            runner.set_max_partials_per_key(cap);
+        }
+        Ok(runner)
     };
     let mut first = compile(input.schema_mut())?;
     if let Some(alerts) = &alerts {
@@ -259,6 +275,9 @@ pub fn run(args: RunArgs) -> Result<(), Failure> {
     // Matches emitted before a failure stay valid: flush them in every case.
     let flushed = sink.flush();
     print_summary(rows, skipped, &pipeline.summary(), pipeline.queries(), args.levels.is_some());
+    if args.stats {
+        print_stats(rows, skipped, &pipeline.stats());
+    }
     result?;
     flushed.map_err(|e| Failure::other(format!("writing output: {e}")))
 }
@@ -385,6 +404,7 @@ fn fingerprint(args: &RunArgs, delay: i64, unit: cep_core::TimeUnit, fields: &[S
     put(&unit.nanos().to_le_bytes());
     put(args.engine.as_bytes());
     put(args.construction.as_bytes());
+    put(&(args.max_partials_per_key.unwrap_or(0) as u64).to_le_bytes());
     for f in fields {
         put(f.as_bytes());
     }
@@ -555,6 +575,23 @@ fn print_summary(rows: u64, skipped: u64, s: &Summary, queries: &[cep_runtime::Q
     );
 }
 
+/// Prints `--stats`: the reader's line, then one line per shard (one
+/// line for the runner on one thread).
+fn print_stats(rows: u64, skipped: u64, stats: &[(String, RunnerStats)]) {
+    let front = &stats[0].1;
+    eprintln!(
+        "stats: reader: {rows} rows, {skipped} skipped, {} late, {} held for reordering at most",
+        front.late, front.peak_held
+    );
+    for (name, s) in stats.iter().skip(usize::from(stats.len() > 1)) {
+        eprintln!(
+            "stats: {name}: {} events, {} matches, {} level alerts fired, {} keys, partial matches {} at end of input \
+             ({} at most, {} dropped), buffer nodes {} at most",
+            s.events, s.matches, s.fires, s.partitions, s.partials_at_end, s.peak_partials, s.dropped, s.peak_nodes
+        );
+    }
+}
+
 /// Reads the alerts of `--levels FILE`; a bad file is bad input (exit 2)
 /// with its line.
 fn read_levels(path: &std::path::Path) -> Result<Vec<cep_index::Alert>, Failure> {
@@ -632,6 +669,16 @@ impl Pipeline {
         match self {
             Pipeline::One(r) => r.summary().clone(),
             Pipeline::Sharded(r) => r.summary(),
+        }
+    }
+
+    /// Statistics: the runner's, or the front's then each shard's.
+    fn stats(&self) -> Vec<(String, RunnerStats)> {
+        match self {
+            Pipeline::One(r) => vec![("runner".into(), r.stats())],
+            Pipeline::Sharded(r) => std::iter::once(("front".to_owned(), r.front_stats()))
+                .chain(r.shard_stats().into_iter().enumerate().map(|(i, s)| (format!("shard {i}"), s)))
+                .collect(),
         }
     }
 

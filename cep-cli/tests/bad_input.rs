@@ -3,7 +3,7 @@
 //! `FILE:LINE:COL` for queries), with the documented exit code, never a
 //! panic; matches emitted before an error stay on stdout.
 //!
-//! Also the subcommands' basic contract: `--threads 2` is refused for now,
+//! Also the subcommands' basic contract: option checks, `--stats`,
 //! `cep check` prints a plan, `cep demo` runs.
 
 use std::path::PathBuf;
@@ -344,4 +344,61 @@ fn demo_runs() {
     let o = cep(&["demo", "--ticks", "20000"]);
     assert_eq!(o.code, Some(0), "{o:#?}");
     assert!(o.stdout.contains("rise_spike"), "{o:#?}");
+}
+
+#[test]
+fn checkpoint_and_cap_options_are_checked() {
+    let d = Scratch::new("ckpt-options");
+    let q = d.write("q.cep", AB);
+    let e = d.write("e.csv", "ts,type\n0,A\n1,B\n");
+    let refused = |extra: &[&str], words: &str| {
+        let o = run(&q, &e, extra);
+        assert_eq!(o.code, Some(2), "{extra:?}: {o:#?}");
+        assert!(o.stderr.contains(words), "{extra:?}: {o:#?}");
+        assert!(o.stdout.is_empty());
+    };
+    refused(&["--resume"], "--resume needs --checkpoint DIR");
+    refused(&["--checkpoint-every", "10"], "--checkpoint-every needs --checkpoint DIR");
+    let dir = d.0.join("ck");
+    refused(&["--checkpoint", dir.to_str().unwrap(), "--checkpoint-every", "0"], "at least 1");
+    refused(&["--max-partials-per-key", "0"], "--max-partials-per-key must be at least 1");
+}
+
+#[test]
+fn stats_and_the_partial_match_cap() {
+    let d = Scratch::new("stats");
+    let q = d.write("q.cep", "PATTERN SEQ(A a, B b) WHERE skip-till-any-match AND [k]\n");
+    let e = d.write("e.csv", "ts,type,k\n0,A,1\n1,A,1\n2,A,1\n3,A,2\n4,B,1\n5,B,2\n");
+    let o = run(&q, &e, &["--stats", "--engine", "run"]);
+    assert_eq!(o.code, Some(0), "{o:#?}");
+    assert_eq!(o.stdout.lines().count(), 4);
+    let line = |o: &Output, prefix: &str| {
+        o.stderr.lines().find(|l| l.starts_with(prefix)).unwrap_or_else(|| panic!("no `{prefix}`: {o:#?}")).to_owned()
+    };
+    assert_eq!(line(&o, "stats: reader:"), "stats: reader: 6 rows, 0 skipped, 0 late, 0 held for reordering at most");
+    let runner = line(&o, "stats: runner:");
+    assert!(runner.starts_with("stats: runner: 6 events, 4 matches, 0 level alerts fired, 2 keys"), "{runner}");
+    assert!(runner.contains("(4 at most, 0 dropped)"), "{runner}");
+
+    // At most one partial match per key: key 1 keeps only its last A.
+    for engine in ["run", "stack"] {
+        let o = run(&q, &e, &["--stats", "--max-partials-per-key", "1", "--engine", engine]);
+        assert_eq!(o.code, Some(0), "{o:#?}");
+        let rows: Vec<&str> = o.stdout.lines().map(|l| &l[l.find("\"vars\"").unwrap()..]).collect();
+        assert_eq!(rows.len(), 2, "{engine}: {o:#?}");
+        assert!(rows[0].starts_with("\"vars\":{\"a\":[2],\"b\":[4]}"), "{engine}: {rows:?}");
+        assert!(line(&o, "stats: runner:").contains("2 dropped"), "{engine}: {o:#?}");
+    }
+
+    // Two threads: one line per shard; their events and matches add up.
+    let o = run(&q, &e, &["--stats", "--threads", "2"]);
+    assert_eq!(o.code, Some(0), "{o:#?}");
+    let shards: Vec<&str> = o.stderr.lines().filter(|l| l.starts_with("stats: shard ")).collect();
+    assert_eq!(shards.len(), 2, "{o:#?}");
+    let count = |l: &str, what: &str| -> u64 {
+        let at = l.find(what).unwrap();
+        l[..at].trim_end().rsplit(' ').next().unwrap().trim_start_matches(':').parse().unwrap()
+    };
+    assert_eq!(shards.iter().map(|l| count(l, " events")).sum::<u64>(), 6);
+    assert_eq!(shards.iter().map(|l| count(l, " matches")).sum::<u64>(), 4);
 }

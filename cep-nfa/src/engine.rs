@@ -106,6 +106,9 @@ pub struct Stats {
     /// registers) and buffer nodes. Excludes spare capacity and the
     /// per-partition table.
     pub state_bytes: usize,
+    /// Partial matches dropped to keep a key within its cap
+    /// ([`Engine::set_max_partials_per_key`]).
+    pub dropped: u64,
 }
 
 impl Stats {
@@ -197,6 +200,17 @@ impl RunSet {
             }
         }
         self.truncate(w);
+    }
+
+    /// Removes the first `n` runs (the oldest created), releasing their
+    /// nodes; returns `n`.
+    fn drop_oldest(&mut self, n: usize, buffer: &mut Buffer) -> usize {
+        for r in &self.runs[..n] {
+            buffer.release(r.node);
+        }
+        self.runs.drain(..n);
+        self.regs.drain(..n * self.stride);
+        n
     }
 
     fn clear(&mut self, buffer: &mut Buffer) {
@@ -408,6 +422,8 @@ pub struct Engine<E> {
     path: Vec<Node>,
     done_runs: Vec<Run>,
     deferred_mask: u64,
+    /// Most runs per partition (`usize::MAX`: no cap).
+    max_runs: usize,
 }
 
 impl<E: StreamEvent> Engine<E> {
@@ -448,6 +464,7 @@ impl<E: StreamEvent> Engine<E> {
             path: Vec::new(),
             done_runs: Vec::new(),
             deferred_mask,
+            max_runs: usize::MAX,
             prog,
         }
     }
@@ -475,6 +492,32 @@ impl<E: StreamEvent> Engine<E> {
     /// ```
     pub fn set_callback(&mut self, f: impl FnMut(Match) + Send + 'static) {
         self.callback = Some(Box::new(f));
+    }
+
+    /// Bounds the partial matches (runs) of each key to `cap`, so that a
+    /// hostile stream cannot exhaust memory: when an event leaves a key
+    /// with more, the oldest created are dropped (counted in
+    /// [`Stats::dropped`]); matches that needed them are lost. Complete
+    /// matches waiting for a deadline are not partial and never dropped.
+    ///
+    /// # Examples
+    /// ```
+    /// use cep_core::{Event, Schema, Sym};
+    /// use cep_nfa::compile::{compile, Options};
+    /// use cep_nfa::engine::Engine;
+    ///
+    /// let prog = compile("PATTERN SEQ(A a, B b)", &mut Schema::new(), &Options::default()).unwrap().programs.remove(0);
+    /// let mut engine = Engine::new(prog);
+    /// engine.set_max_partials_per_key(2);
+    /// for (row, ty) in ["A", "A", "A", "B"].into_iter().enumerate() {
+    ///     engine.push(&Event::new(Sym::new(ty), row as i64, row as u64, vec![])).unwrap();
+    /// }
+    /// assert_eq!(engine.stats().dropped, 1);
+    /// let rows: Vec<Vec<u64>> = engine.drain().map(|m| m.rows).collect();
+    /// assert_eq!(rows, [vec![1, 3], vec![2, 3]]); // the first A was dropped
+    /// ```
+    pub fn set_max_partials_per_key(&mut self, cap: usize) {
+        self.max_runs = cap.max(1);
     }
 
     /// The program.
@@ -817,6 +860,8 @@ impl<E: StreamEvent> Engine<E> {
             extra,
             done_runs,
             deferred_mask,
+            max_runs,
+            stats,
             ..
         } = self;
         let (shape, acc, neg_acc) = (*shape, *acc, *neg_acc);
@@ -961,6 +1006,9 @@ impl<E: StreamEvent> Engine<E> {
         let touched = live || !extra.runs.is_empty() || !done_runs.is_empty() || pending_added;
         if !extra.runs.is_empty() {
             part.runs.append(extra);
+        }
+        if part.runs.len() > *max_runs {
+            stats.dropped += part.runs.drop_oldest(part.runs.len() - *max_runs, buffer) as u64;
         }
 
         // 4. Bookkeeping: the negation log, PREV history, deadlines.

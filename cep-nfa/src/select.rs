@@ -174,6 +174,16 @@ impl<E: StreamEvent> QueryEngine<E> {
         }
     }
 
+    /// Bounds the live state per key (see
+    /// [`Engine::set_max_partials_per_key`] and
+    /// [`StackEngine::set_max_entries_per_key`]).
+    pub fn set_max_partials_per_key(&mut self, cap: usize) {
+        match self {
+            QueryEngine::Run(x) => x.set_max_partials_per_key(cap),
+            QueryEngine::Stack(x) => x.set_max_entries_per_key(cap as u64),
+        }
+    }
+
     /// The engine's state, for a checkpoint (see [`Engine::snapshot`] and
     /// [`StackEngine::snapshot`]).
     pub fn snapshot(&self) -> QuerySnapshot {
@@ -209,6 +219,7 @@ impl<E: StreamEvent> QueryEngine<E> {
                     nodes: 0,
                     partitions: s.partitions,
                     state_bytes: s.state_bytes,
+                    dropped: s.dropped,
                 }
             }
         }

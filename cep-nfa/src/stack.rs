@@ -292,6 +292,9 @@ pub struct StackStats {
     pub prefixes: u64,
     /// Bytes of live state: entries with their frames.
     pub state_bytes: usize,
+    /// Entries dropped to keep a key within its cap
+    /// ([`StackEngine::set_max_entries_per_key`]).
+    pub dropped: u64,
 }
 
 /// The saved state of a [`StackEngine`] (see [`StackEngine::snapshot`]):
@@ -358,6 +361,8 @@ pub struct StackEngine<E> {
     /// Some condition links two variables (or a completion condition
     /// reads registers): matches must be built to be checked.
     linked: bool,
+    /// Most entries per stack and key (`u64::MAX`: no cap).
+    max_entries: u64,
 }
 
 impl<E> std::fmt::Debug for StackEngine<E> {
@@ -409,6 +414,7 @@ impl<E: StreamEvent> StackEngine<E> {
         let linked = cross.iter().any(|c| !c.is_empty()) || prog.elements.iter().any(|e| !e.completion.is_empty());
         Ok(StackEngine {
             linked,
+            max_entries: u64::MAX,
             width: prog.frame.len(),
             frame: vec![Value::Null; prog.frame.len()],
             null_regs: vec![Value::Null; prog.regs],
@@ -457,6 +463,33 @@ impl<E: StreamEvent> StackEngine<E> {
         step(self, &mut visit);
         self.out = out;
         self.callback = callback;
+    }
+
+    /// Bounds each element's stack to `cap` entries per key: when one
+    /// holds more, entries of events more than `cap` of the key's events
+    /// ago are dropped, oldest first (counted in
+    /// [`StackStats::dropped`]); matches that needed them are lost. An
+    /// accepting entry waiting for its batch is never dropped.
+    ///
+    /// # Examples
+    /// ```
+    /// use cep_core::{Event, Schema, Sym};
+    /// use cep_nfa::compile::{compile, Options};
+    /// use cep_nfa::stack::{Construction, StackEngine};
+    ///
+    /// let q = "PATTERN SEQ(A a, B b) WHERE skip-till-any-match";
+    /// let prog = compile(q, &mut Schema::new(), &Options::default()).unwrap().programs.remove(0);
+    /// let mut engine = StackEngine::new(prog, Construction::Direct).unwrap();
+    /// engine.set_max_entries_per_key(2);
+    /// for (row, ty) in ["A", "A", "A", "B"].into_iter().enumerate() {
+    ///     engine.push(&Event::new(Sym::new(ty), row as i64, row as u64, vec![])).unwrap();
+    /// }
+    /// assert_eq!(engine.stats().dropped, 1); // the first A
+    /// let rows: Vec<Vec<u64>> = engine.drain().map(|m| m.rows).collect();
+    /// assert_eq!(rows, [vec![1, 3], vec![2, 3]]);
+    /// ```
+    pub fn set_max_entries_per_key(&mut self, cap: u64) {
+        self.max_entries = cap.max(1);
     }
 
     /// The current watermark (`i64::MIN` before any event).
@@ -685,6 +718,9 @@ impl<E: StreamEvent> StackEngine<E> {
             return Ok(());
         }
         expire(part, prog.window, ts, pos, self.width);
+        if self.max_entries < u64::MAX {
+            self.stats.dropped += cap_entries(part, pos, self.max_entries, self.width);
+        }
         for (slot, f) in self.frame.iter_mut().zip(&prog.frame) {
             *slot = match f {
                 FrameSlot::At(i) => e.field(*i),
@@ -856,6 +892,25 @@ fn expire(part: &mut Part, window: Option<Window>, ts: Timestamp, pos: u64, widt
             }
         }
     }
+}
+
+/// Keeps each stack of a partition within `cap` entries: when one holds
+/// more, entries of events more than `cap` of the key's events ago are
+/// dropped, oldest first (never an accepting entry waiting for its batch).
+/// Returns the number dropped.
+fn cap_entries(part: &mut Part, pos: u64, cap: u64, width: usize) -> u64 {
+    if part.stacks.iter().all(|s| s.live() as u64 <= cap) {
+        return 0;
+    }
+    let waiting = part.pending.first().map_or(u64::MAX, |&a| part.stacks.last().expect("an element").get(a).pos);
+    let from = pos.saturating_sub(cap).min(waiting);
+    let mut dropped = 0;
+    for s in &mut part.stacks {
+        let before = s.live();
+        s.expire(width, |e| e.pos < from);
+        dropped += (before - s.live()) as u64;
+    }
+    dropped
 }
 
 /// What match construction reads of the query.

@@ -186,6 +186,43 @@ pub struct Runner {
     /// Hand released events to the sink instead of feeding engines (the
     /// front of a sharded runtime).
     forward: bool,
+    /// Peaks of the live state (the other fields unused).
+    peaks: RunnerStats,
+}
+
+/// Events between samples of the live state's peaks.
+const STATS_SAMPLE: u64 = 1 << 16;
+
+/// What a [`Runner`] holds and has done (see [`Runner::stats`]).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+pub struct RunnerStats {
+    /// Events processed.
+    pub events: u64,
+    /// Late events.
+    pub late: u64,
+    /// Matches emitted.
+    pub matches: u64,
+    /// Level alerts fired.
+    pub fires: u64,
+    /// Live partial matches now, over all queries (for the stack engine:
+    /// stack entries).
+    pub partials: usize,
+    /// The most live partial matches sampled.
+    pub peak_partials: usize,
+    /// Live partial matches when the input ended, before the final flush.
+    pub partials_at_end: usize,
+    /// Live match-buffer nodes now.
+    pub nodes: usize,
+    /// The most buffer nodes sampled.
+    pub peak_nodes: usize,
+    /// Keys seen by the query with the most.
+    pub partitions: usize,
+    /// Events held for reordering now, and at most.
+    pub held: usize,
+    /// The most events held for reordering at once.
+    pub peak_held: usize,
+    /// Partial matches dropped by the per-key cap.
+    pub dropped: u64,
 }
 
 /// The bit of a [`Runner::push_for`] mask that stands for the level alerts.
@@ -241,6 +278,7 @@ impl Runner {
             spare: Vec::new(),
             levels: None,
             forward: false,
+            peaks: RunnerStats::default(),
         })
     }
 
@@ -359,6 +397,48 @@ impl Runner {
         self.engines.iter().map(QueryEngine::kind).collect()
     }
 
+    /// Bounds each query's partial matches per key (see
+    /// [`QueryEngine::set_max_partials_per_key`]); dropped ones are counted
+    /// in [`RunnerStats::dropped`].
+    pub fn set_max_partials_per_key(&mut self, cap: usize) {
+        for e in &mut self.engines {
+            e.set_max_partials_per_key(cap);
+        }
+    }
+
+    /// What the runner holds and has done, for `--stats`: counts, live
+    /// state now and its peaks (sampled every 65,536 events and at the end
+    /// of the input).
+    pub fn stats(&self) -> RunnerStats {
+        let mut s = RunnerStats {
+            events: self.summary.events,
+            late: self.summary.late,
+            matches: self.summary.matches.iter().sum(),
+            fires: self.summary.fires,
+            held: self.reorder.as_ref().map_or(0, ReorderBuffer::len),
+            peak_held: self.reorder.as_ref().map_or(0, ReorderBuffer::peak_len),
+            ..self.peaks
+        };
+        for e in &self.engines {
+            let st = e.stats();
+            s.partials += st.partials();
+            s.nodes += st.nodes;
+            s.partitions = s.partitions.max(st.partitions);
+            s.dropped += st.dropped;
+        }
+        s.peak_partials = s.peak_partials.max(s.partials);
+        s.peak_nodes = s.peak_nodes.max(s.nodes);
+        s
+    }
+
+    /// Records the live state's peaks.
+    #[cold]
+    fn sample(&mut self) {
+        let s = self.stats();
+        self.peaks.peak_partials = s.peak_partials;
+        self.peaks.peak_nodes = s.peak_nodes;
+    }
+
     /// Makes this runner a front end: it keeps its watermark, delay and
     /// late policy, but instead of feeding engines it hands each event it
     /// releases (in event-time order) to [`Sink::on_released`].
@@ -461,6 +541,9 @@ impl Runner {
     /// level alerts.
     fn feed(&mut self, e: &Event, mask: u64, sink: &mut impl Sink) -> Result<(), PushError> {
         self.summary.events += 1;
+        if self.summary.events % STATS_SAMPLE == 0 {
+            self.sample();
+        }
         if self.forward {
             return Ok(sink.on_released(e)?);
         }
@@ -540,6 +623,8 @@ impl Runner {
             reorder.flush(&mut |_, ev| ready.push(ev));
             self.feed_all(&mut ready, sink).map_err(io)?;
         }
+        self.sample();
+        self.peaks.partials_at_end = self.stats().partials;
         for (i, engine) in self.engines.iter_mut().enumerate() {
             engine.finish();
             emit(i, engine, &self.infos, &mut self.summary, sink).map_err(io)?;

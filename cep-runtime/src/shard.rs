@@ -30,7 +30,7 @@ use std::thread::JoinHandle;
 use cep_core::{Event, FieldId, Timestamp, Value};
 use crossbeam_channel::{Receiver, Sender, bounded, unbounded};
 
-use crate::{JsonLines, LEVELS_BIT, PushError, QueryInfo, Runner, Sink, Summary};
+use crate::{JsonLines, LEVELS_BIT, PushError, QueryInfo, Runner, RunnerStats, Sink, Summary};
 
 /// The shard of a key among `shards`: a hash with fixed seeds, so every
 /// run (and every process) puts a key on the same shard.
@@ -70,8 +70,8 @@ enum FromShard {
     Out(Vec<u8>),
     /// A batch, emptied, for reuse.
     Spare(usize, Vec<(Event, u64)>),
-    /// The shard has finished; its counts.
-    Done(Summary),
+    /// The shard has finished; its counts and statistics.
+    Done(usize, Summary, RunnerStats),
     /// The shard stopped on an error.
     Failed(String),
 }
@@ -117,6 +117,8 @@ pub struct ShardedRunner {
     infos: Vec<QueryInfo>,
     /// Matches and fires the shards reported, and their summaries.
     done: Vec<Summary>,
+    /// The shards' statistics, as they finish.
+    stats: Vec<(usize, RunnerStats)>,
     failed: Option<String>,
     /// Output bytes written so far.
     written: u64,
@@ -165,6 +167,7 @@ impl ShardedRunner {
             written: 0,
             infos,
             done: Vec::new(),
+            stats: Vec::new(),
             failed: None,
         }
     }
@@ -196,6 +199,20 @@ impl ShardedRunner {
             s.fires += d.fires;
         }
         s
+    }
+
+    /// The front's statistics (events routed, late events, events held
+    /// for reordering).
+    pub fn front_stats(&self) -> RunnerStats {
+        self.front.stats()
+    }
+
+    /// Each shard's statistics, in shard order, once the shards have
+    /// finished (empty before [`finish`](Self::finish)).
+    pub fn shard_stats(&self) -> Vec<RunnerStats> {
+        let mut v = self.stats.clone();
+        v.sort_by_key(|s| s.0);
+        v.into_iter().map(|s| s.1).collect()
     }
 
     /// Processes one event: the front orders it; what it releases is routed
@@ -291,7 +308,10 @@ impl ShardedRunner {
                 self.written += bytes.len() as u64;
             }
             FromShard::Spare(i, v) => self.routes.shards[i].spare.push(v),
-            FromShard::Done(summary) => self.done.push(summary),
+            FromShard::Done(i, summary, stats) => {
+                self.done.push(summary);
+                self.stats.push((i, stats));
+            }
             FromShard::Failed(why) => {
                 self.failed.get_or_insert(why);
             }
@@ -384,7 +404,7 @@ fn shard_main(i: usize, mut runner: Runner, rx: Receiver<ToShard>, out: Sender<F
                     return;
                 }
                 send_output(&mut sink);
-                let _ = out.send(FromShard::Done(runner.summary().clone()));
+                let _ = out.send(FromShard::Done(i, runner.summary().clone(), runner.stats()));
                 return;
             }
         }
