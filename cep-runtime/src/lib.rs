@@ -1,6 +1,7 @@
 #![doc = include_str!("../README.md")]
 
 pub mod checkpoint;
+pub mod runtime;
 pub mod shard;
 
 use std::io::{self, Write};
@@ -188,6 +189,10 @@ pub struct Runner {
     forward: bool,
     /// Peaks of the live state (the other fields unused).
     peaks: RunnerStats,
+    /// How queries added later run.
+    choice: EngineChoice,
+    construction: Construction,
+    max_partials: Option<usize>,
 }
 
 /// Events between samples of the live state's peaks.
@@ -279,6 +284,9 @@ impl Runner {
             levels: None,
             forward: false,
             peaks: RunnerStats::default(),
+            choice,
+            construction,
+            max_partials: None,
         })
     }
 
@@ -401,9 +409,74 @@ impl Runner {
     /// [`QueryEngine::set_max_partials_per_key`]); dropped ones are counted
     /// in [`RunnerStats::dropped`].
     pub fn set_max_partials_per_key(&mut self, cap: usize) {
+        self.max_partials = Some(cap);
         for e in &mut self.engines {
             e.set_max_partials_per_key(cap);
         }
+    }
+
+    /// Adds a query while events flow. It starts at the current watermark:
+    /// it sees the events released from now on (with a delay, events still
+    /// held for reordering included) and never an earlier one. Its matches
+    /// carry its name; an error says why the runner's engine choice cannot
+    /// run it. Returns its index among [`queries`](Self::queries).
+    ///
+    /// # Examples
+    /// ```
+    /// use cep_core::{Event, Match, Schema, Sym};
+    /// use cep_nfa::compile::{compile, Options};
+    /// use cep_runtime::{QueryInfo, Runner};
+    ///
+    /// let mut runner = Runner::new(Vec::new());
+    /// let mut got = Vec::new();
+    /// let mut sink = |q: &QueryInfo, m: &Match| got.push((q.name.clone(), m.rows.clone()));
+    /// let ev = |ty: &str, row: u64| Event::new(Sym::new(ty), row as i64, row, vec![]);
+    /// runner.push(&ev("A", 0), &mut sink).unwrap();
+    /// let q = "QUERY ab PATTERN SEQ(A a, B b)";
+    /// runner.add_query(compile(q, &mut Schema::new(), &Options::default()).unwrap().programs.remove(0)).unwrap();
+    /// runner.push(&ev("A", 1), &mut sink).unwrap();
+    /// runner.push(&ev("B", 2), &mut sink).unwrap();
+    /// assert!(runner.remove_query("ab"));
+    /// runner.push(&ev("A", 3), &mut sink).unwrap();
+    /// runner.push(&ev("B", 4), &mut sink).unwrap();
+    /// runner.finish(&mut sink).unwrap();
+    /// assert_eq!(got, [("ab".to_string(), vec![1, 2])]); // not row 0 (before), nothing after removal
+    /// ```
+    pub fn add_query(&mut self, program: Program<Event>) -> Result<usize, String> {
+        let info =
+            QueryInfo { name: program.name.clone(), vars: program.var_names().iter().map(|s| s.to_string()).collect() };
+        let mut engine = QueryEngine::new(program, self.choice, self.construction)?;
+        if let Some(cap) = self.max_partials {
+            engine.set_max_partials_per_key(cap);
+        }
+        let wm = self.watermark();
+        if wm > Timestamp::MIN {
+            engine.advance(wm);
+        }
+        self.engines.push(engine);
+        self.infos.push(info);
+        self.summary.matches.push(0);
+        Ok(self.engines.len() - 1)
+    }
+
+    /// Removes the query named `name` (the first, if several share it);
+    /// false if there is none. It emits nothing more, not even matches it
+    /// would have completed at the end of the input; its count leaves the
+    /// summary, and later queries move down one index.
+    pub fn remove_query(&mut self, name: &str) -> bool {
+        let Some(i) = self.infos.iter().position(|q| q.name == name) else { return false };
+        self.engines.remove(i);
+        self.infos.remove(i);
+        self.summary.matches.remove(i);
+        true
+    }
+
+    /// The level index, to add or remove alerts while events flow (see
+    /// [`LevelIndex::add`] and [`LevelIndex::remove`]); `None` without
+    /// [`set_levels`](Self::set_levels). A field no alert watched when
+    /// `set_levels` ran is not fed.
+    pub fn levels_mut(&mut self) -> Option<&mut LevelIndex> {
+        self.levels.as_mut().map(|l| &mut l.index)
     }
 
     /// What the runner holds and has done, for `--stats`: counts, live

@@ -201,6 +201,11 @@ impl ShardedRunner {
         s
     }
 
+    /// The number of shard threads.
+    pub fn shards(&self) -> usize {
+        self.routes.shards.len()
+    }
+
     /// The front's statistics (events routed, late events, events held
     /// for reordering).
     pub fn front_stats(&self) -> RunnerStats {

@@ -1,0 +1,386 @@
+//! [`Runtime`]: the library's front door — queries from text, level
+//! alerts, threads, watermark policy and an output, behind one builder;
+//! events in with [`Runtime::push`], JSON lines (LANGUAGE.md §5) out.
+//!
+//! On one thread it drives a [`Runner`]; with more, a
+//! [`ShardedRunner`](crate::shard::ShardedRunner). The output is the
+//! contract's lines in either case: to a writer, a callback, or a channel.
+//! (For matches as typed values, drive a [`Runner`] with a [`Sink`](crate::Sink).)
+
+use std::io::{self, Write};
+
+use cep_core::{Event, Schema, TimeUnit, Timestamp};
+use cep_index::{Alert, LevelIndex};
+use cep_nfa::compile::{Options, compile};
+use cep_nfa::program::Program;
+use cep_nfa::select::EngineChoice;
+use cep_nfa::stack::Construction;
+use cep_time::LatePolicy;
+use crossbeam_channel::Sender;
+
+use crate::shard::{ShardedRunner, shard_of};
+use crate::{JsonLines, LEVEL_KEY_FIELD, PushError, QueryInfo, Runner, Summary};
+
+/// Where a [`Runtime`] writes its output lines.
+pub enum Output {
+    /// Bytes to a writer (a file, stdout, a `Vec<u8>`).
+    Writer(Box<dyn Write + Send>),
+    /// Each line, without its newline, to a callback.
+    Lines(Box<dyn FnMut(&str) + Send>),
+    /// Each line, without its newline, over a channel (a full bounded
+    /// channel blocks the runtime: backpressure).
+    Channel(Sender<String>),
+}
+
+impl std::fmt::Debug for Output {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(match self {
+            Output::Writer(_) => "Output::Writer",
+            Output::Lines(_) => "Output::Lines",
+            Output::Channel(_) => "Output::Channel",
+        })
+    }
+}
+
+/// Turns written bytes into lines for [`Output::Lines`] and
+/// [`Output::Channel`].
+struct LineOut {
+    output: Output,
+    partial: Vec<u8>,
+}
+
+impl Write for LineOut {
+    fn write(&mut self, buf: &[u8]) -> io::Result<usize> {
+        let deliver: &mut dyn FnMut(&str) -> io::Result<()> = match &mut self.output {
+            Output::Writer(w) => return w.write(buf),
+            Output::Lines(f) => &mut |line| {
+                f(line);
+                Ok(())
+            },
+            Output::Channel(tx) => {
+                &mut |line| tx.send(line.to_owned()).map_err(|_| io::Error::other("the output channel is closed"))
+            }
+        };
+        self.partial.extend_from_slice(buf);
+        let mut done = 0;
+        while let Some(end) = self.partial[done..].iter().position(|&b| b == b'\n') {
+            let line = std::str::from_utf8(&self.partial[done..done + end]).map_err(io::Error::other)?;
+            deliver(line)?;
+            done += end + 1;
+        }
+        self.partial.drain(..done);
+        Ok(buf.len())
+    }
+
+    fn flush(&mut self) -> io::Result<()> {
+        match &mut self.output {
+            Output::Writer(w) => w.flush(),
+            _ => Ok(()),
+        }
+    }
+}
+
+/// Configures a [`Runtime`] (see [`Runtime::builder`]).
+#[derive(Debug)]
+pub struct RuntimeBuilder {
+    queries: String,
+    alerts: Vec<Alert>,
+    schema: Schema,
+    threads: usize,
+    max_delay: i64,
+    late: LatePolicy,
+    engine: EngineChoice,
+    construction: Construction,
+    max_partials: Option<usize>,
+    time_unit: TimeUnit,
+}
+
+impl RuntimeBuilder {
+    /// Adds query statements (LANGUAGE.md §2; several per text are fine).
+    pub fn query(mut self, text: &str) -> Self {
+        self.queries.push_str(text);
+        self.queries.push('\n');
+        self
+    }
+
+    /// Adds standing level alerts (LANGUAGE.md §4).
+    pub fn alerts(mut self, alerts: impl IntoIterator<Item = Alert>) -> Self {
+        self.alerts.extend(alerts);
+        self
+    }
+
+    /// The schema the events are built with (default: empty and open, so
+    /// queries register the fields they name; see [`Runtime::schema`]).
+    pub fn schema(mut self, schema: Schema) -> Self {
+        self.schema = schema;
+        self
+    }
+
+    /// Shard threads (default 1; at most 63 queries above 1).
+    pub fn threads(mut self, n: usize) -> Self {
+        self.threads = n;
+        self
+    }
+
+    /// Allowed out-of-orderness, in timestamp units (default 0).
+    pub fn max_delay(mut self, ticks: i64) -> Self {
+        self.max_delay = ticks;
+        self
+    }
+
+    /// What to do with late events (default: drop).
+    pub fn late(mut self, policy: LatePolicy) -> Self {
+        self.late = policy;
+        self
+    }
+
+    /// Which engine runs the queries and how the stack engine builds
+    /// matches (default: auto, direct).
+    pub fn engines(mut self, choice: EngineChoice, construction: Construction) -> Self {
+        self.engine = choice;
+        self.construction = construction;
+        self
+    }
+
+    /// Bounds partial matches per key and query (see
+    /// [`Runner::set_max_partials_per_key`]).
+    pub fn max_partials_per_key(mut self, cap: usize) -> Self {
+        self.max_partials = Some(cap);
+        self
+    }
+
+    /// The unit of timestamps, for durations in queries (default ms).
+    pub fn time_unit(mut self, unit: TimeUnit) -> Self {
+        self.time_unit = unit;
+        self
+    }
+
+    /// Compiles the queries and starts the runtime (and its threads).
+    pub fn build(mut self, output: Output) -> Result<Runtime, String> {
+        if self.threads == 0 {
+            return Err("a runtime needs at least one thread".into());
+        }
+        let opts = Options { time_unit: self.time_unit };
+        let programs = |text: &str, schema: &mut Schema| -> Result<Vec<Program<Event>>, String> {
+            if text.trim().is_empty() {
+                return Ok(Vec::new());
+            }
+            compile(text, schema, &opts).map(|c| c.programs).map_err(|d| d.render(text, "query"))
+        };
+        let new_runner = |progs, this: &RuntimeBuilder| -> Result<Runner, String> {
+            let mut r = Runner::with_engines(progs, this.engine, this.construction)?;
+            if let Some(cap) = this.max_partials {
+                r.set_max_partials_per_key(cap);
+            }
+            Ok(r)
+        };
+        let first = programs(&self.queries, &mut self.schema)?;
+        if !self.alerts.is_empty() {
+            self.schema.field(LEVEL_KEY_FIELD);
+            for a in &self.alerts {
+                self.schema.field(&a.field);
+            }
+        }
+        let index = |alerts: Vec<Alert>| -> Result<LevelIndex, String> {
+            let mut idx = LevelIndex::new();
+            idx.add_all(alerts).map_err(|e| e.to_string())?;
+            Ok(idx)
+        };
+        let out = LineOut { output, partial: Vec::new() };
+        let pipeline = if self.threads == 1 {
+            let mut r = new_runner(first, &self)?;
+            if !self.alerts.is_empty() {
+                r.set_levels(index(std::mem::take(&mut self.alerts))?, &mut self.schema);
+            }
+            r.set_max_delay(self.max_delay);
+            r.set_late_policy(self.late.clone()).map_err(|e| format!("cannot open the late-event file: {e}"))?;
+            Pipeline::One(Box::new(r), JsonLines::new(out))
+        } else {
+            if first.len() > 63 {
+                return Err("a runtime on several threads runs at most 63 queries".into());
+            }
+            let mut shards = vec![new_runner(first, &self)?];
+            for _ in 1..self.threads {
+                let progs = programs(&self.queries, &mut self.schema.clone())?;
+                shards.push(new_runner(progs, &self)?);
+            }
+            if !self.alerts.is_empty() {
+                for (i, shard) in shards.iter_mut().enumerate() {
+                    let mine = self.alerts.iter().filter(|a| shard_of(&a.key, self.threads) == i).cloned().collect();
+                    shard.set_levels(index(mine)?, &mut self.schema.clone());
+                }
+            }
+            let mut front = Runner::new(Vec::new());
+            front.set_max_delay(self.max_delay);
+            front.set_late_policy(self.late.clone()).map_err(|e| format!("cannot open the late-event file: {e}"))?;
+            Pipeline::Sharded(Box::new(ShardedRunner::new(front, shards)), out)
+        };
+        Ok(Runtime { pipeline, schema: self.schema, time_unit: self.time_unit })
+    }
+}
+
+enum Pipeline {
+    One(Box<Runner>, JsonLines<LineOut>),
+    Sharded(Box<ShardedRunner>, LineOut),
+}
+
+/// Queries and level alerts over an event stream, on one or more threads
+/// (see the [module](self) docs).
+///
+/// # Examples
+/// ```
+/// use cep_core::{Event, Schema, Sym, Value};
+/// use cep_runtime::runtime::{Output, Runtime};
+///
+/// let (tx, rx) = crossbeam_channel::unbounded();
+/// let mut rt = Runtime::builder()
+///     .query("QUERY pair PATTERN SEQ(A a, B b) WHERE [k] AND b.x > a.x WITHIN 10")
+///     .threads(2)
+///     .max_delay(5)
+///     .build(Output::Channel(tx))
+///     .unwrap();
+/// let (k, x) = (rt.schema().lookup("k").unwrap(), rt.schema().lookup("x").unwrap());
+/// let ev = |ty: &str, ts: i64, kv: i64, xv: i64| {
+///     let mut fields = vec![Value::Null; 2];
+///     fields[k as usize] = Value::Int(kv);
+///     fields[x as usize] = Value::Int(xv);
+///     Event::new(Sym::new(ty), ts, ts as u64, fields)
+/// };
+/// rt.push_batch(&[ev("A", 1, 7, 10), ev("A", 2, 8, 10), ev("B", 4, 7, 11), ev("B", 3, 8, 9)]).unwrap();
+/// let summary = rt.finish().unwrap();
+/// assert_eq!(summary.matches, [1]);
+/// let lines: Vec<String> = rx.iter().collect();
+/// assert_eq!(lines.len(), 1);
+/// assert!(lines[0].starts_with(r#"{"query":"pair","key":7,"start":1,"end":4"#));
+/// ```
+pub struct Runtime {
+    pipeline: Pipeline,
+    schema: Schema,
+    time_unit: TimeUnit,
+}
+
+impl std::fmt::Debug for Runtime {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let threads = match &self.pipeline {
+            Pipeline::One(..) => 1,
+            Pipeline::Sharded(r, _) => r.shards(),
+        };
+        f.debug_struct("Runtime").field("threads", &threads).finish_non_exhaustive()
+    }
+}
+
+impl Runtime {
+    /// A builder: one thread, no delay, late events dropped, engines auto.
+    pub fn builder() -> RuntimeBuilder {
+        RuntimeBuilder {
+            queries: String::new(),
+            alerts: Vec::new(),
+            schema: Schema::new(),
+            threads: 1,
+            max_delay: 0,
+            late: LatePolicy::Drop,
+            engine: EngineChoice::Auto,
+            construction: Construction::Direct,
+            max_partials: None,
+            time_unit: TimeUnit::Millis,
+        }
+    }
+
+    /// The schema to build events with: field `i` of an event is the
+    /// field with id `i` here (queries and alerts added the fields they
+    /// name).
+    pub fn schema(&self) -> &Schema {
+        &self.schema
+    }
+
+    /// The queries' names and variables.
+    pub fn queries(&self) -> &[QueryInfo] {
+        match &self.pipeline {
+            Pipeline::One(r, _) => r.queries(),
+            Pipeline::Sharded(r, _) => r.queries(),
+        }
+    }
+
+    /// Processes one event (see [`Runner::push`]); output so far goes out.
+    pub fn push(&mut self, e: &Event) -> Result<(), PushError> {
+        match &mut self.pipeline {
+            Pipeline::One(r, sink) => r.push(e, sink),
+            Pipeline::Sharded(r, out) => r.push(e, out),
+        }
+    }
+
+    /// Processes events in order.
+    pub fn push_batch(&mut self, events: &[Event]) -> Result<(), PushError> {
+        events.iter().try_for_each(|e| self.push(e))
+    }
+
+    /// Moves the watermark without an event (see
+    /// [`Runner::advance_watermark`]).
+    pub fn advance_watermark(&mut self, wm: Timestamp) -> Result<(), PushError> {
+        match &mut self.pipeline {
+            Pipeline::One(r, sink) => r.advance_watermark(wm, sink),
+            Pipeline::Sharded(r, out) => r.advance_watermark(wm, out),
+        }
+    }
+
+    /// Adds a query while events flow (one thread only, for now): it starts
+    /// at the current watermark (see [`Runner::add_query`]). The query may
+    /// name new fields: they are added to [`schema`](Self::schema).
+    pub fn add_query(&mut self, text: &str) -> Result<(), String> {
+        let Pipeline::One(r, _) = &mut self.pipeline else {
+            return Err("queries are added while events flow on one thread only, for now".into());
+        };
+        let compiled = compile(text, &mut self.schema, &Options { time_unit: self.time_unit })
+            .map_err(|d| d.render(text, "query"))?;
+        for p in compiled.programs {
+            r.add_query(p)?;
+        }
+        Ok(())
+    }
+
+    /// Removes the query named `name` (one thread only, for now): it emits
+    /// nothing more. False if there is none.
+    pub fn remove_query(&mut self, name: &str) -> bool {
+        match &mut self.pipeline {
+            Pipeline::One(r, _) => r.remove_query(name),
+            Pipeline::Sharded(..) => false,
+        }
+    }
+
+    /// Adds a level alert while events flow (one thread only, for now; its
+    /// field must be one an alert watched when the runtime was built).
+    pub fn add_alert(&mut self, alert: Alert) -> Result<(), String> {
+        match &mut self.pipeline {
+            Pipeline::One(r, _) => match r.levels_mut() {
+                Some(idx) if idx.field(&alert.field).is_some() => idx.add(alert).map_err(|e| e.to_string()),
+                _ => Err(format!("no alert watched field `{}` when the runtime was built", alert.field)),
+            },
+            Pipeline::Sharded(..) => Err("alerts are added while events flow on one thread only, for now".into()),
+        }
+    }
+
+    /// Removes a level alert (one thread only, for now); false if unknown.
+    pub fn remove_alert(&mut self, id: &str) -> bool {
+        match &mut self.pipeline {
+            Pipeline::One(r, _) => r.levels_mut().is_some_and(|idx| idx.remove(id)),
+            Pipeline::Sharded(..) => false,
+        }
+    }
+
+    /// Ends the input: every pending match and deadline is settled, all
+    /// output delivered, threads joined. Returns the counts.
+    pub fn finish(self) -> io::Result<Summary> {
+        match self.pipeline {
+            Pipeline::One(mut r, mut sink) => {
+                r.finish(&mut sink)?;
+                sink.flush()?;
+                Ok(r.summary().clone())
+            }
+            Pipeline::Sharded(mut r, mut out) => {
+                let s = r.finish(&mut out)?;
+                out.flush()?;
+                Ok(s)
+            }
+        }
+    }
+}

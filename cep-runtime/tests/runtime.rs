@@ -1,0 +1,166 @@
+//! The `Runtime` builder: output to a writer, a callback or a channel on
+//! one and several threads (the same lines); queries and alerts added and
+//! removed while events flow; errors reach the caller.
+
+use std::sync::{Arc, Mutex};
+
+use cep_core::{Event, Sym, Value};
+use cep_index::Alert;
+use cep_runtime::PushError;
+use cep_runtime::runtime::{Output, Runtime};
+use cep_time::LatePolicy;
+
+const PAIR: &str = "QUERY pair PATTERN SEQ(A a, B b) WHERE [k] AND b.x > a.x WITHIN 10";
+
+/// Events of types A/B over keys 0..5 (fields `k` and, if the schema has
+/// it, `key`) with x rising and falling.
+fn events(rt: &Runtime, n: usize) -> Vec<Event> {
+    let (k, x) = (rt.schema().lookup("k").unwrap(), rt.schema().lookup("x").unwrap());
+    (0..n)
+        .map(|i| {
+            let mut fields = vec![Value::Null; rt.schema().field_count()];
+            fields[k as usize] = Value::Int((i * 7 % 5) as i64);
+            if let Some(key) = rt.schema().lookup("key") {
+                fields[key as usize] = Value::Int((i * 7 % 5) as i64); // the level alerts' key
+            }
+            fields[x as usize] = Value::Int((i * 13 % 17) as i64);
+            let ty = if i % 3 == 0 { "B" } else { "A" };
+            Event::new(Sym::new(ty), i as i64, i as u64, fields)
+        })
+        .collect()
+}
+
+fn sorted(mut v: Vec<String>) -> Vec<String> {
+    v.sort();
+    v
+}
+
+#[test]
+fn every_output_and_thread_count_gives_the_same_lines() {
+    let mut results = Vec::new();
+    for threads in [1, 2, 3] {
+        // A writer.
+        let buf = Arc::new(Mutex::new(Vec::new()));
+        struct Shared(Arc<Mutex<Vec<u8>>>);
+        impl std::io::Write for Shared {
+            fn write(&mut self, b: &[u8]) -> std::io::Result<usize> {
+                self.0.lock().unwrap().extend_from_slice(b);
+                Ok(b.len())
+            }
+            fn flush(&mut self) -> std::io::Result<()> {
+                Ok(())
+            }
+        }
+        let mut rt = Runtime::builder()
+            .query(PAIR)
+            .threads(threads)
+            .build(Output::Writer(Box::new(Shared(buf.clone()))))
+            .unwrap();
+        let evs = events(&rt, 2000);
+        rt.push_batch(&evs).unwrap();
+        let summary = rt.finish().unwrap();
+        let text = String::from_utf8(buf.lock().unwrap().clone()).unwrap();
+        let written = sorted(text.lines().map(str::to_owned).collect());
+        assert_eq!(summary.matches, [written.len() as u64]);
+
+        // A callback.
+        let got = Arc::new(Mutex::new(Vec::new()));
+        let sink = got.clone();
+        let mut rt = Runtime::builder()
+            .query(PAIR)
+            .threads(threads)
+            .build(Output::Lines(Box::new(move |l| sink.lock().unwrap().push(l.to_owned()))))
+            .unwrap();
+        rt.push_batch(&evs).unwrap();
+        rt.finish().unwrap();
+        assert_eq!(sorted(got.lock().unwrap().clone()), written);
+
+        // A bounded channel, drained by another thread (backpressure).
+        let (tx, rx) = crossbeam_channel::bounded(4);
+        let reader = std::thread::spawn(move || rx.iter().collect::<Vec<String>>());
+        let mut rt = Runtime::builder().query(PAIR).threads(threads).build(Output::Channel(tx)).unwrap();
+        rt.push_batch(&evs).unwrap();
+        rt.finish().unwrap();
+        assert_eq!(sorted(reader.join().unwrap()), written);
+        results.push(written);
+    }
+    assert!(results[0].len() > 100, "{}", results[0].len());
+    assert_eq!(results[0], results[1]);
+    assert_eq!(results[0], results[2]);
+}
+
+#[test]
+fn queries_and_alerts_come_and_go_while_events_flow() {
+    let got = Arc::new(Mutex::new(Vec::new()));
+    let sink = got.clone();
+    let mut rt = Runtime::builder()
+        .query(PAIR)
+        .alerts([Alert::above("hi", Value::Int(1), "x", 15.0, 0.0)])
+        .build(Output::Lines(Box::new(move |l| sink.lock().unwrap().push(l.to_owned()))))
+        .unwrap();
+    let evs = events(&rt, 300);
+    rt.push_batch(&evs[..100]).unwrap();
+    rt.add_query("QUERY bb PATTERN SEQ(B a, B b) WHERE [k] WITHIN 20").unwrap();
+    rt.add_alert(Alert::below("lo", Value::Int(2), "x", 2.0, 0.0)).unwrap();
+    assert!(rt.add_alert(Alert::below("y", Value::Int(2), "y", 2.0, 0.0)).is_err(), "an unwatched field");
+    rt.push_batch(&evs[100..200]).unwrap();
+    assert!(rt.remove_query("pair"));
+    assert!(rt.remove_alert("hi"));
+    assert!(!rt.remove_query("pair"));
+    rt.push_batch(&evs[200..]).unwrap();
+    let summary = rt.finish().unwrap();
+    let lines = got.lock().unwrap().clone();
+    let end = |l: &str| -> i64 {
+        let at = l.find("\"end\":").map(|i| i + 6).or_else(|| l.find("\"ts\":").map(|i| i + 5)).unwrap();
+        l[at..].split([',', '}']).next().unwrap().parse().unwrap()
+    };
+    let of = |prefix: &str| lines.iter().filter(|l| l.starts_with(prefix)).map(|l| end(l)).collect::<Vec<i64>>();
+    let (pair, bb, hi, lo) =
+        (of(r#"{"query":"pair""#), of(r#"{"query":"bb""#), of(r#"{"level":"hi""#), of(r#"{"level":"lo""#));
+    assert!(!pair.is_empty() && pair.iter().all(|&t| t < 200), "pair stops at its removal: {pair:?}");
+    assert!(!bb.is_empty() && bb.iter().all(|&t| t >= 100), "bb sees nothing before it was added: {bb:?}");
+    let starts = lines.iter().filter(|l| l.starts_with(r#"{"query":"bb""#)).map(|l| {
+        let at = l.find("\"start\":").unwrap() + 8;
+        l[at..].split(',').next().unwrap().parse::<i64>().unwrap()
+    });
+    assert!(starts.into_iter().all(|s| s >= 100), "bb binds no event from before it was added");
+    assert!(!hi.is_empty() && hi.iter().all(|&t| t < 200), "{hi:?}");
+    assert!(!lo.is_empty() && lo.iter().all(|&t| t >= 100), "{lo:?}");
+    assert_eq!(summary.matches.len(), 1, "the removed query's count left the summary");
+    assert_eq!(summary.matches[0], bb.len() as u64);
+}
+
+#[test]
+fn errors_reach_the_caller() {
+    // Late under `fail`, on one and two threads.
+    for threads in [1, 2] {
+        let mut rt = Runtime::builder()
+            .query(PAIR)
+            .threads(threads)
+            .late(LatePolicy::Fail)
+            .build(Output::Writer(Box::new(std::io::sink())))
+            .unwrap();
+        let evs = events(&rt, 10);
+        rt.push(&evs[5]).unwrap();
+        match rt.push(&evs[2]) {
+            Err(PushError::Late { ts: 2, watermark: 5 }) => {}
+            other => panic!("{threads} threads: {other:?}"),
+        }
+    }
+    // A closed output channel is an error, not a panic or a hang.
+    for threads in [1, 2] {
+        let (tx, rx) = crossbeam_channel::unbounded();
+        drop(rx);
+        let mut rt = Runtime::builder().query(PAIR).threads(threads).build(Output::Channel(tx)).unwrap();
+        let evs = events(&rt, 2000);
+        let pushed = rt.push_batch(&evs);
+        let finished = rt.finish();
+        assert!(pushed.is_err() || finished.is_err(), "{threads} threads");
+    }
+    // Bad queries and options are refused with a message.
+    let e =
+        Runtime::builder().query("PATTERN SEQ(A a, B b) WHERE b.x >").build(Output::Writer(Box::new(std::io::sink())));
+    assert!(e.unwrap_err().contains("query:1:"));
+    let e = Runtime::builder().threads(0).build(Output::Writer(Box::new(std::io::sink())));
+    assert!(e.unwrap_err().contains("at least one thread"));
+}
