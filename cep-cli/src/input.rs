@@ -20,6 +20,28 @@ pub type Input = Reader<Box<dyn BufRead + Send>>;
 /// Opens `--events` (`-` is stdin) with `--format` or the file's extension;
 /// stdin without `--format` is JSON lines if its first non-blank byte is `{`.
 pub fn open_events(path: &str, format: Option<&str>) -> Result<Input, Failure> {
+    open_events_counted(path, format, None)
+}
+
+/// Bytes read from an input file so far, for a progress display.
+pub type BytesRead = std::sync::Arc<std::sync::atomic::AtomicU64>;
+
+/// A file that counts the bytes read from it.
+struct Counted {
+    file: File,
+    read: BytesRead,
+}
+
+impl io::Read for Counted {
+    fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
+        let n = self.file.read(buf)?;
+        self.read.fetch_add(n as u64, std::sync::atomic::Ordering::Relaxed);
+        Ok(n)
+    }
+}
+
+/// [`open_events`], counting the bytes read from a file into `counter`.
+pub fn open_events_counted(path: &str, format: Option<&str>, counter: Option<BytesRead>) -> Result<Input, Failure> {
     let format = match format {
         Some(f) => Some(
             Format::parse(f)
@@ -31,7 +53,10 @@ pub fn open_events(path: &str, format: Option<&str>) -> Result<Input, Failure> {
         ("<stdin>".to_owned(), Box::new(BufReader::with_capacity(1 << 16, io::stdin())))
     } else {
         let f = File::open(path).map_err(|e| Failure::other(format!("cannot open {path}: {e}")))?;
-        (path.to_owned(), Box::new(BufReader::with_capacity(1 << 16, f)))
+        match counter {
+            Some(read) => (path.to_owned(), Box::new(BufReader::with_capacity(1 << 16, Counted { file: f, read }))),
+            None => (path.to_owned(), Box::new(BufReader::with_capacity(1 << 16, f))),
+        }
     };
     let format = match format.or_else(|| Format::from_path(path)) {
         Some(f) => f,

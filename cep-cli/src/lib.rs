@@ -8,6 +8,7 @@ pub mod check;
 pub mod demo;
 pub mod input;
 pub mod output;
+pub mod progress;
 pub mod run;
 
 /// Complex event processing: match patterns over event streams.

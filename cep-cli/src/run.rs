@@ -17,8 +17,11 @@ use cep_time::LatePolicy;
 use clap::Args;
 
 use crate::Failure;
-use crate::input::{Input, Prefix, SCHEMA_PREFIX, compile_query, open_events, read_failure, read_prefix, time_unit};
+use crate::input::{
+    Input, Prefix, SCHEMA_PREFIX, compile_query, open_events_counted, read_failure, read_prefix, time_unit,
+};
 use crate::output::Output;
+use crate::progress::Progress;
 
 /// Options of `cep run` (LANGUAGE.md §6).
 #[derive(Debug, Args)]
@@ -138,7 +141,10 @@ pub fn run(args: RunArgs) -> Result<(), Failure> {
     let (choice, construction) = engine_options(&args.engine, &args.construction)?;
 
     let idle = args.idle_timeout.as_deref().map(parse_wall).transpose()?;
-    let mut input = open_events(&args.events, args.format.as_deref())?;
+    // A progress line on stderr when reading a file with stderr on a terminal.
+    let mut progress = Progress::for_input(&args.events);
+    let counter = progress.as_ref().map(|p| p.read.clone());
+    let mut input = open_events_counted(&args.events, args.format.as_deref(), counter)?;
     let mut skipped = 0u64;
     // A file is read ahead to learn its schema; a stream is not, so that its
     // first matches are not held back (its fields come from the CSV header).
@@ -268,7 +274,16 @@ pub fn run(args: RunArgs) -> Result<(), Failure> {
             drive_idle(&mut pipeline, &mut sink, input, opts, clock, &mut skipped, &mut checkpoints)
         }
         _ => {
-            let r = drive(&mut pipeline, &mut sink, &mut input, prefix, opts, &mut skipped, &mut checkpoints);
+            let r = drive(
+                &mut pipeline,
+                &mut sink,
+                &mut input,
+                prefix,
+                opts,
+                &mut skipped,
+                &mut checkpoints,
+                &mut progress,
+            );
             (r, input.rows())
         }
     };
@@ -493,6 +508,7 @@ fn drive_idle(
     (result, rows)
 }
 
+#[allow(clippy::too_many_arguments)]
 fn drive(
     runner: &mut Pipeline,
     sink: &mut Sink,
@@ -501,6 +517,7 @@ fn drive(
     opts: Options,
     skipped: &mut u64,
     checkpoints: &mut Checkpoints,
+    progress: &mut Option<Progress>,
 ) -> Result<(), Failure> {
     let file = input.file().to_owned();
     let mut push = |runner: &mut Pipeline, sink: &mut Sink, e: &Event, line: u64| {
@@ -522,7 +539,14 @@ fn drive(
         let mut e = Event::default();
         loop {
             match input.next_event(&mut e) {
-                Ok(true) => push(runner, sink, &e, input.last_line())?,
+                Ok(true) => {
+                    push(runner, sink, &e, input.last_line())?;
+                    if e.row % 65_536 == 0
+                        && let Some(p) = progress
+                    {
+                        p.tick(e.row);
+                    }
+                }
                 Ok(false) => break,
                 Err(err) if opts.skip_bad && err.is_bad_row() => {
                     eprintln!("warning: skipped: {err}");
@@ -531,6 +555,9 @@ fn drive(
                 Err(err) => return Err(read_failure(err)),
             }
         }
+    }
+    if let Some(p) = progress {
+        p.done();
     }
     runner.finish(sink).map_err(|e| Failure::other(format!("writing output: {e}")))
 }
