@@ -116,9 +116,6 @@ pub fn run(args: RunArgs) -> Result<(), Failure> {
         (_, Some(0)) => return Err(Failure::bad_input("--checkpoint-every must be at least 1")),
         (_, n) => n.unwrap_or(DEFAULT_CHECKPOINT_EVERY),
     };
-    if args.checkpoint.is_some() && args.threads > 1 {
-        return Err(Failure::bad_input("--checkpoint runs on one thread for now: add --threads 1"));
-    }
     if args.max_partials_per_key == Some(0) {
         return Err(Failure::bad_input("--max-partials-per-key must be at least 1"));
     }
@@ -242,8 +239,10 @@ pub fn run(args: RunArgs) -> Result<(), Failure> {
             Some(PipelineSnapshot::One(_)) => return Err(restore_failed("it was taken with one thread".into())),
             None => front.set_late_policy(late).map_err(late_file)?,
         }
-        let sharded = ShardedRunner::new(front, shards);
-        let _ = released;
+        let mut sharded = ShardedRunner::new(front, shards);
+        if let Some(ts) = released {
+            sharded.resume_released(ts);
+        }
         Pipeline::Sharded(Box::new(sharded))
     };
     let out = match &args.out {
@@ -669,10 +668,10 @@ impl Pipeline {
     }
 
     /// The whole state, every match so far handed to the sink.
-    fn snapshot(&mut self, _sink: &mut Sink) -> io::Result<PipelineSnapshot> {
+    fn snapshot(&mut self, sink: &mut Sink) -> io::Result<PipelineSnapshot> {
         match self {
             Pipeline::One(r) => Ok(PipelineSnapshot::One(r.snapshot()?)),
-            Pipeline::Sharded(_) => Err(io::Error::other("checkpoints of the sharded runtime are not supported yet")),
+            Pipeline::Sharded(r) => Ok(PipelineSnapshot::Sharded(r.checkpoint(sink.get_mut())?)),
         }
     }
 

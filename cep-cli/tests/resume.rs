@@ -158,6 +158,11 @@ fn killed_and_resumed_many_times_equals_an_uninterrupted_run() {
 }
 
 #[test]
+fn killed_and_resumed_on_two_threads_equals_an_uninterrupted_run() {
+    check_killed_and_resumed("2", 0x2545_F491_4F6C_DD1D);
+}
+
+#[test]
 fn resume_with_a_corrupt_newest_checkpoint_uses_the_previous_one() {
     let dir = scratch("corrupt");
     let base = inputs(&dir, 60_000);

@@ -30,7 +30,8 @@ use std::thread::JoinHandle;
 use cep_core::{Event, FieldId, Timestamp, Value};
 use crossbeam_channel::{Receiver, Sender, bounded, unbounded};
 
-use crate::{JsonLines, LEVELS_BIT, PushError, QueryInfo, Runner, RunnerStats, Sink, Summary};
+use crate::checkpoint::ShardedSnapshot;
+use crate::{JsonLines, LEVELS_BIT, PushError, QueryInfo, Runner, RunnerSnapshot, RunnerStats, Sink, Summary};
 
 /// The shard of a key among `shards`: a hash with fixed seeds, so every
 /// run (and every process) puts a key on the same shard.
@@ -60,6 +61,8 @@ const IN_FLIGHT: usize = 4;
 enum ToShard {
     /// Events (with the queries each is for), then the watermark.
     Batch(Vec<(Event, u64)>, Timestamp),
+    /// A checkpoint barrier: reply with the shard's state.
+    Checkpoint,
     /// The end of the input.
     Finish,
 }
@@ -72,6 +75,8 @@ enum FromShard {
     Spare(usize, Vec<(Event, u64)>),
     /// The shard has finished; its counts and statistics.
     Done(usize, Summary, RunnerStats),
+    /// The shard's state at a checkpoint barrier.
+    Snapshot(usize, Box<RunnerSnapshot>),
     /// The shard stopped on an error.
     Failed(String),
 }
@@ -119,6 +124,8 @@ pub struct ShardedRunner {
     done: Vec<Summary>,
     /// The shards' statistics, as they finish.
     stats: Vec<(usize, RunnerStats)>,
+    /// Shard states arrived at a checkpoint barrier.
+    snapshots: Vec<(usize, RunnerSnapshot)>,
     failed: Option<String>,
     /// Output bytes written so far.
     written: u64,
@@ -168,6 +175,7 @@ impl ShardedRunner {
             infos,
             done: Vec::new(),
             stats: Vec::new(),
+            snapshots: Vec::new(),
             failed: None,
         }
     }
@@ -235,6 +243,50 @@ impl ShardedRunner {
         self.after_routing()?;
         self.flush_all(wm)?;
         self.write_output(out)
+    }
+
+    /// An aligned checkpoint: every event routed so far is sent, then a
+    /// barrier to every shard; each shard answers with its state once it
+    /// has processed everything before the barrier, and the output they
+    /// sent before it is written to `out`. No event is routed meanwhile,
+    /// so all states are at the same input position. With
+    /// [`Runner::restore`] on the front and on shards built alike, and
+    /// [`resume_released`](Self::resume_released), a new runtime continues
+    /// from here.
+    pub fn checkpoint(&mut self, out: &mut impl Write) -> io::Result<ShardedSnapshot> {
+        let io = |e: PushError| match e {
+            PushError::Io(e) => e,
+            other => io::Error::other(other.to_string()),
+        };
+        self.flush_all(self.routes.released_ts).map_err(io)?;
+        for s in &self.routes.shards {
+            if s.tx.send(ToShard::Checkpoint).is_err() {
+                break; // the shard stopped; its error is on the output channel
+            }
+        }
+        while self.snapshots.len() < self.routes.shards.len() && self.failed.is_none() {
+            match self.rx.recv() {
+                Ok(msg) => self.take(msg, out)?,
+                Err(_) => break,
+            }
+        }
+        if let Some(why) = &self.failed {
+            return Err(io::Error::other(why.clone()));
+        }
+        let mut snaps = std::mem::take(&mut self.snapshots);
+        snaps.sort_by_key(|s| s.0);
+        Ok(ShardedSnapshot {
+            front: self.front.snapshot()?,
+            shards: snaps.into_iter().map(|s| s.1).collect(),
+            released: self.routes.released_ts,
+        })
+    }
+
+    /// After restoring from a [`checkpoint`](Self::checkpoint): the `ts` of
+    /// the last event routed then, which the next flush sends to the shards
+    /// as their watermark.
+    pub fn resume_released(&mut self, ts: Timestamp) {
+        self.routes.released_ts = ts;
     }
 
     /// Ends the input: held events are released and routed, every shard
@@ -317,6 +369,7 @@ impl ShardedRunner {
                 self.done.push(summary);
                 self.stats.push((i, stats));
             }
+            FromShard::Snapshot(i, snap) => self.snapshots.push((i, *snap)),
             FromShard::Failed(why) => {
                 self.failed.get_or_insert(why);
             }
@@ -403,6 +456,16 @@ fn shard_main(i: usize, mut runner: Runner, rx: Receiver<ToShard>, out: Sender<F
                 send_output(&mut sink);
                 let _ = out.send(FromShard::Spare(i, batch));
             }
+            ToShard::Checkpoint => match runner.snapshot() {
+                Ok(snap) => {
+                    send_output(&mut sink);
+                    let _ = out.send(FromShard::Snapshot(i, Box::new(snap)));
+                }
+                Err(err) => {
+                    let _ = out.send(FromShard::Failed(format!("shard {i}: checkpoint: {err}")));
+                    return;
+                }
+            },
             ToShard::Finish => {
                 if let Err(err) = runner.finish(&mut sink) {
                     let _ = out.send(FromShard::Failed(format!("shard {i}: {err}")));

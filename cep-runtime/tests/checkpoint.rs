@@ -15,7 +15,8 @@ use cep_nfa::compile::{Options, compile};
 use cep_nfa::select::EngineChoice;
 use cep_nfa::stack::Construction;
 use cep_runtime::checkpoint::{self, Checkpoint, PipelineSnapshot};
-use cep_runtime::{JsonLines, Runner};
+use cep_runtime::shard::ShardedRunner;
+use cep_runtime::{JsonLines, Runner, RunnerSnapshot};
 use proptest::prelude::*;
 use support::{Case, arb_case};
 
@@ -87,8 +88,66 @@ fn check(case: &Case, delay: i64, seed: u64, cut: usize, construction: Construct
     Ok(())
 }
 
+/// The sharded runtime stopped at `cut`, checkpointed (through the file
+/// format) and resumed on new threads gives the lines of one runner.
+fn check_sharded(case: &Case, delay: i64, seed: u64, cut: usize) -> Result<(), TestCaseError> {
+    let events = displaced(&case.events, delay, seed);
+    let cut = cut % (events.len() + 1);
+    let mut whole = runner(case, delay, Construction::Direct);
+    let mut want: Vec<String> = feed(&mut whole, &events, true).lines().map(str::to_owned).collect();
+    want.sort();
+
+    let sharded = |front: Option<RunnerSnapshot>, shards: Option<Vec<RunnerSnapshot>>| {
+        let mut f = Runner::new(Vec::new());
+        f.set_max_delay(delay);
+        if let Some(s) = front {
+            f.restore(s).unwrap();
+        }
+        let mut rs: Vec<Runner> = (0..2).map(|_| runner(case, 0, Construction::Direct)).collect();
+        if let Some(ss) = shards {
+            for (r, s) in rs.iter_mut().zip(ss) {
+                r.restore(s).unwrap();
+            }
+        }
+        ShardedRunner::new(f, rs)
+    };
+    let mut out = Vec::new();
+    let mut first = sharded(None, None);
+    for e in &events[..cut] {
+        first.push(e, &mut out).unwrap();
+    }
+    let c = Checkpoint {
+        fingerprint: 1,
+        position: cut as u64,
+        output_bytes: 0,
+        state: PipelineSnapshot::Sharded(first.checkpoint(&mut out).unwrap()),
+    };
+    drop(first); // the crash: its threads stop
+    let PipelineSnapshot::Sharded(snap) = checkpoint::decode(&checkpoint::encode(&c)).unwrap().state else {
+        unreachable!("saved a sharded runtime")
+    };
+    let mut resumed = sharded(Some(snap.front), Some(snap.shards));
+    resumed.resume_released(snap.released);
+    for e in &events[cut..] {
+        resumed.push(e, &mut out).unwrap();
+    }
+    let summary = resumed.finish(&mut out).unwrap();
+    let mut got: Vec<String> = String::from_utf8(out).unwrap().lines().map(str::to_owned).collect();
+    got.sort();
+    prop_assert_eq!(got, want, "query: {}, cut at {}", &case.query, cut);
+    prop_assert_eq!(summary.matches, whole.summary().matches.clone());
+    Ok(())
+}
+
 proptest! {
     #![proptest_config(ProptestConfig { cases: 400, ..ProptestConfig::default() })]
+
+    #[test]
+    fn sharded_resumed_anywhere_equals_one_runner(case in prop_oneof![
+        arb_case("skip-till-any-match"), arb_case("skip-till-next-match"), arb_case("strict-contiguity")],
+        delay in prop_oneof![Just(0i64), 1i64..4], seed in any::<u64>(), cut in any::<usize>()) {
+        check_sharded(&case, delay, seed, cut)?;
+    }
 
     #[test]
     fn resumed_anywhere_equals_uninterrupted(case in prop_oneof![
