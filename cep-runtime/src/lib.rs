@@ -243,6 +243,20 @@ struct Levels {
     error: Option<io::Error>,
 }
 
+/// The field a query is partitioned by (`None`: one partition, or a key
+/// computed by a closure).
+pub(crate) fn partition_field(p: &Program<Event>) -> Option<FieldId> {
+    match &p.key {
+        Some((_, cep_nfa::program::FrameSlot::At(i))) => Some(*i),
+        _ => None,
+    }
+}
+
+/// The names a sink needs for a query's matches.
+pub(crate) fn query_info(p: &Program<Event>) -> QueryInfo {
+    QueryInfo { name: p.name.clone(), vars: p.var_names().iter().map(|s| s.to_string()).collect() }
+}
+
 /// The event field whose value is a level alert's key (LANGUAGE.md §4).
 pub const LEVEL_KEY_FIELD: &str = "key";
 
@@ -262,10 +276,7 @@ impl Runner {
         choice: EngineChoice,
         construction: Construction,
     ) -> Result<Runner, String> {
-        let infos = programs
-            .iter()
-            .map(|p| QueryInfo { name: p.name.clone(), vars: p.var_names().iter().map(|s| s.to_string()).collect() })
-            .collect();
+        let infos = programs.iter().map(query_info).collect();
         let n = programs.len();
         let engines =
             programs.into_iter().map(|p| QueryEngine::new(p, choice, construction)).collect::<Result<_, _>>()?;
@@ -522,13 +533,7 @@ impl Runner {
     /// The field each query is partitioned by (`None`: one partition, or a
     /// key computed by a closure), for routing events to shards.
     pub fn partition_fields(&self) -> Vec<Option<FieldId>> {
-        self.engines
-            .iter()
-            .map(|q| match &q.program().key {
-                Some((_, cep_nfa::program::FrameSlot::At(i))) => Some(*i),
-                _ => None,
-            })
-            .collect()
+        self.engines.iter().map(|q| partition_field(q.program())).collect()
     }
 
     /// The field level alerts are keyed by, when the runner has alerts.

@@ -9,7 +9,9 @@
 
 use std::io::{self, Write};
 
-use cep_core::{Event, Schema, TimeUnit, Timestamp};
+use std::collections::HashMap;
+
+use cep_core::{Event, Schema, TimeUnit, Timestamp, Value};
 use cep_index::{Alert, LevelIndex};
 use cep_nfa::compile::{Options, compile};
 use cep_nfa::program::Program;
@@ -187,6 +189,10 @@ impl RuntimeBuilder {
             Ok(idx)
         };
         let out = LineOut { output, partial: Vec::new() };
+        let alert_keys = self.alerts.iter().map(|a| (a.id.clone(), a.key)).collect();
+        let mut watched: Vec<String> = self.alerts.iter().map(|a| a.field.clone()).collect();
+        watched.sort();
+        watched.dedup();
         let pipeline = if self.threads == 1 {
             let mut r = new_runner(first, &self)?;
             if !self.alerts.is_empty() {
@@ -215,7 +221,14 @@ impl RuntimeBuilder {
             front.set_late_policy(self.late.clone()).map_err(|e| format!("cannot open the late-event file: {e}"))?;
             Pipeline::Sharded(Box::new(ShardedRunner::new(front, shards)), out)
         };
-        Ok(Runtime { pipeline, schema: self.schema, time_unit: self.time_unit })
+        Ok(Runtime {
+            pipeline,
+            schema: self.schema,
+            time_unit: self.time_unit,
+            engine: self.engine,
+            alert_keys,
+            watched,
+        })
     }
 }
 
@@ -257,6 +270,11 @@ pub struct Runtime {
     pipeline: Pipeline,
     schema: Schema,
     time_unit: TimeUnit,
+    engine: EngineChoice,
+    /// Every alert's key, by id (to route changes to its shard).
+    alert_keys: HashMap<String, Value>,
+    /// The fields alerts watched when the runtime was built.
+    watched: Vec<String>,
 }
 
 impl std::fmt::Debug for Runtime {
@@ -323,47 +341,87 @@ impl Runtime {
         }
     }
 
-    /// Adds a query while events flow (one thread only, for now): it starts
-    /// at the current watermark (see [`Runner::add_query`]). The query may
-    /// name new fields: they are added to [`schema`](Self::schema).
+    /// Adds queries while events flow: each starts at the current
+    /// watermark (see [`Runner::add_query`]) — it sees the events pushed
+    /// from now on, never an earlier one. The query may name new fields:
+    /// they are added to [`schema`](Self::schema). On several threads the
+    /// change travels in band, after every event pushed before it.
     pub fn add_query(&mut self, text: &str) -> Result<(), String> {
-        let Pipeline::One(r, _) = &mut self.pipeline else {
-            return Err("queries are added while events flow on one thread only, for now".into());
-        };
-        let compiled = compile(text, &mut self.schema, &Options { time_unit: self.time_unit })
-            .map_err(|d| d.render(text, "query"))?;
-        for p in compiled.programs {
-            r.add_query(p)?;
+        let opts = Options { time_unit: self.time_unit };
+        let programs = compile(text, &mut self.schema, &opts).map_err(|d| d.render(text, "query"))?.programs;
+        for p in &programs {
+            cep_nfa::select::explain(p, self.engine)?;
+        }
+        match &mut self.pipeline {
+            Pipeline::One(r, _) => {
+                for p in programs {
+                    r.add_query(p)?;
+                }
+            }
+            Pipeline::Sharded(r, _) => {
+                let n = r.shards();
+                let mut per_shard = vec![programs];
+                for _ in 1..n {
+                    let again = compile(text, &mut self.schema.clone(), &opts).map_err(|d| d.render(text, "query"))?;
+                    per_shard.push(again.programs);
+                }
+                while !per_shard[0].is_empty() {
+                    let programs = per_shard.iter_mut().map(|ps| ps.remove(0)).collect();
+                    r.add_query(programs)?;
+                }
+            }
         }
         Ok(())
     }
 
-    /// Removes the query named `name` (one thread only, for now): it emits
-    /// nothing more. False if there is none.
-    pub fn remove_query(&mut self, name: &str) -> bool {
+    /// Removes the query named `name`: it emits nothing more (see
+    /// [`Runner::remove_query`]). False if there is none.
+    pub fn remove_query(&mut self, name: &str) -> Result<bool, PushError> {
         match &mut self.pipeline {
-            Pipeline::One(r, _) => r.remove_query(name),
-            Pipeline::Sharded(..) => false,
+            Pipeline::One(r, _) => Ok(r.remove_query(name)),
+            Pipeline::Sharded(r, _) => r.remove_query(name),
         }
     }
 
-    /// Adds a level alert while events flow (one thread only, for now; its
-    /// field must be one an alert watched when the runtime was built).
+    /// Adds a level alert while events flow; its field must be one an alert
+    /// watched when the runtime was built. It takes its key's last value
+    /// as `prev` (see [`LevelIndex::add`]).
     pub fn add_alert(&mut self, alert: Alert) -> Result<(), String> {
+        if !self.watched.contains(&alert.field) {
+            return Err(format!("no alert watched field `{}` when the runtime was built", alert.field));
+        }
+        alert.validate().map_err(|e| e.to_string())?;
+        if self.alert_keys.contains_key(&alert.id) {
+            return Err(cep_index::AlertError::DuplicateId(alert.id).to_string());
+        }
+        self.alert_keys.insert(alert.id.clone(), alert.key);
         match &mut self.pipeline {
-            Pipeline::One(r, _) => match r.levels_mut() {
-                Some(idx) if idx.field(&alert.field).is_some() => idx.add(alert).map_err(|e| e.to_string()),
-                _ => Err(format!("no alert watched field `{}` when the runtime was built", alert.field)),
-            },
-            Pipeline::Sharded(..) => Err("alerts are added while events flow on one thread only, for now".into()),
+            Pipeline::One(r, _) => r.levels_mut().expect("alerts were given").add(alert).map_err(|e| e.to_string()),
+            Pipeline::Sharded(r, _) => {
+                let shard = shard_of(&alert.key, r.shards());
+                let change = move |r: &mut Runner| match r.levels_mut() {
+                    Some(idx) => idx.add(alert).map_err(|e| e.to_string()),
+                    None => Err("this shard has no level alerts".into()),
+                };
+                r.control(shard, Box::new(change)).map_err(|e| e.to_string())
+            }
         }
     }
 
-    /// Removes a level alert (one thread only, for now); false if unknown.
-    pub fn remove_alert(&mut self, id: &str) -> bool {
+    /// Removes a level alert; false if there is none with this id.
+    pub fn remove_alert(&mut self, id: &str) -> Result<bool, PushError> {
+        let Some(key) = self.alert_keys.remove(id) else { return Ok(false) };
         match &mut self.pipeline {
-            Pipeline::One(r, _) => r.levels_mut().is_some_and(|idx| idx.remove(id)),
-            Pipeline::Sharded(..) => false,
+            Pipeline::One(r, _) => Ok(r.levels_mut().is_some_and(|idx| idx.remove(id))),
+            Pipeline::Sharded(r, _) => {
+                let id = id.to_owned();
+                let change = move |r: &mut Runner| {
+                    r.levels_mut().map(|idx| idx.remove(&id));
+                    Ok(())
+                };
+                r.control(shard_of(&key, r.shards()), Box::new(change))?;
+                Ok(true)
+            }
         }
     }
 

@@ -28,6 +28,7 @@ use std::io::{self, Write};
 use std::thread::JoinHandle;
 
 use cep_core::{Event, FieldId, Timestamp, Value};
+use cep_nfa::program::Program;
 use crossbeam_channel::{Receiver, Sender, bounded, unbounded};
 
 use crate::checkpoint::ShardedSnapshot;
@@ -63,9 +64,15 @@ enum ToShard {
     Batch(Vec<(Event, u64)>, Timestamp),
     /// A checkpoint barrier: reply with the shard's state.
     Checkpoint,
+    /// A change to the shard's runner, in band (queries or alerts added
+    /// or removed while events flow).
+    Control(Control),
     /// The end of the input.
     Finish,
 }
+
+/// A change applied to a shard's runner between two batches.
+pub type Control = Box<dyn FnOnce(&mut Runner) -> Result<(), String> + Send>;
 
 /// What a shard sends back.
 enum FromShard {
@@ -282,6 +289,55 @@ impl ShardedRunner {
         })
     }
 
+    /// Applies a change to shard `shard`'s runner, in band: after every
+    /// event routed so far and before any routed later. An error it returns
+    /// stops the shard and reaches the caller with the next push.
+    pub fn control(&mut self, shard: usize, change: Control) -> Result<(), PushError> {
+        self.flush_all(self.routes.released_ts)?;
+        // A shard that stopped has its error on the output channel.
+        let _ = self.routes.shards[shard].tx.send(ToShard::Control(change));
+        Ok(())
+    }
+
+    /// Adds a query while events flow, from one program per shard (compiled
+    /// alike): it starts at the current watermark on every shard (see
+    /// [`Runner::add_query`]); the shards' engine choice must run it.
+    pub fn add_query(&mut self, programs: Vec<Program<Event>>) -> Result<(), String> {
+        if programs.len() != self.routes.shards.len() {
+            return Err(format!("{} programs for {} shards", programs.len(), self.routes.shards.len()));
+        }
+        if self.infos.len() >= 63 {
+            return Err("a sharded runtime runs at most 63 queries".into());
+        }
+        let key = crate::partition_field(&programs[0]);
+        let info = crate::query_info(&programs[0]);
+        for (i, p) in programs.into_iter().enumerate() {
+            self.control(i, Box::new(move |r: &mut Runner| r.add_query(p).map(|_| ()))).map_err(|e| e.to_string())?;
+        }
+        self.routes.keys.push(key);
+        self.infos.push(info);
+        Ok(())
+    }
+
+    /// Removes the query named `name` on every shard (see
+    /// [`Runner::remove_query`]); false if there is none.
+    pub fn remove_query(&mut self, name: &str) -> Result<bool, PushError> {
+        let Some(i) = self.infos.iter().position(|q| q.name == name) else { return Ok(false) };
+        for s in 0..self.routes.shards.len() {
+            let name = name.to_owned();
+            self.control(
+                s,
+                Box::new(move |r: &mut Runner| {
+                    r.remove_query(&name);
+                    Ok(())
+                }),
+            )?;
+        }
+        self.routes.keys.remove(i);
+        self.infos.remove(i);
+        Ok(true)
+    }
+
     /// After restoring from a [`checkpoint`](Self::checkpoint): the `ts` of
     /// the last event routed then, which the next flush sends to the shards
     /// as their watermark.
@@ -455,6 +511,12 @@ fn shard_main(i: usize, mut runner: Runner, rx: Receiver<ToShard>, out: Sender<F
                 }
                 send_output(&mut sink);
                 let _ = out.send(FromShard::Spare(i, batch));
+            }
+            ToShard::Control(change) => {
+                if let Err(err) = change(&mut runner) {
+                    let _ = out.send(FromShard::Failed(format!("shard {i}: {err}")));
+                    return;
+                }
             }
             ToShard::Checkpoint => match runner.snapshot() {
                 Ok(snap) => {

@@ -91,10 +91,19 @@ fn every_output_and_thread_count_gives_the_same_lines() {
 
 #[test]
 fn queries_and_alerts_come_and_go_while_events_flow() {
+    let one = come_and_go(1);
+    assert_eq!(sorted(come_and_go(2)), sorted(one.clone()));
+    assert_eq!(sorted(come_and_go(3)), sorted(one));
+}
+
+/// Adds and removes queries and alerts between pushes on `threads`
+/// threads, checks what each emitted, and returns the lines.
+fn come_and_go(threads: usize) -> Vec<String> {
     let got = Arc::new(Mutex::new(Vec::new()));
     let sink = got.clone();
     let mut rt = Runtime::builder()
         .query(PAIR)
+        .threads(threads)
         .alerts([Alert::above("hi", Value::Int(1), "x", 15.0, 0.0)])
         .build(Output::Lines(Box::new(move |l| sink.lock().unwrap().push(l.to_owned()))))
         .unwrap();
@@ -104,9 +113,11 @@ fn queries_and_alerts_come_and_go_while_events_flow() {
     rt.add_alert(Alert::below("lo", Value::Int(2), "x", 2.0, 0.0)).unwrap();
     assert!(rt.add_alert(Alert::below("y", Value::Int(2), "y", 2.0, 0.0)).is_err(), "an unwatched field");
     rt.push_batch(&evs[100..200]).unwrap();
-    assert!(rt.remove_query("pair"));
-    assert!(rt.remove_alert("hi"));
-    assert!(!rt.remove_query("pair"));
+    assert!(rt.remove_query("pair").unwrap());
+    assert!(rt.remove_alert("hi").unwrap());
+    assert!(!rt.remove_query("pair").unwrap());
+    assert!(!rt.remove_alert("hi").unwrap());
+    assert!(rt.add_alert(Alert::below("lo", Value::Int(3), "x", 2.0, 0.0)).is_err(), "a taken id");
     rt.push_batch(&evs[200..]).unwrap();
     let summary = rt.finish().unwrap();
     let lines = got.lock().unwrap().clone();
@@ -128,6 +139,7 @@ fn queries_and_alerts_come_and_go_while_events_flow() {
     assert!(!lo.is_empty() && lo.iter().all(|&t| t >= 100), "{lo:?}");
     assert_eq!(summary.matches.len(), 1, "the removed query's count left the summary");
     assert_eq!(summary.matches[0], bb.len() as u64);
+    lines
 }
 
 #[test]
