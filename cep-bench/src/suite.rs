@@ -35,8 +35,9 @@ use std::borrow::Borrow;
 use std::cell::RefCell;
 use std::fmt;
 use std::hash::{DefaultHasher, Hash, Hasher};
+use std::io::{self, Write};
 use std::rc::Rc;
-use std::time::Instant;
+use std::time::{Duration, Instant};
 
 use cep_core::{Event, Match, Schema, Sym, Value};
 use cep_index::{Alert, FieldRef, Fire, LevelIndex};
@@ -187,6 +188,26 @@ pub struct Pass {
     pub partials: Option<Partials>,
     /// Registering standing queries, for workloads that have them.
     pub setup: Option<Setup>,
+    /// Event-to-match latency, for paced workloads.
+    pub latency: Option<Latency>,
+}
+
+/// Event-to-match latency of a pass fed at a fixed rate: per match, the
+/// wall time from the push of the event that completes it to its output
+/// line reaching the caller's writer.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct Latency {
+    /// Events per second the stream was paced at.
+    pub rate: f64,
+    /// Matches measured (those completed by an event of the stream; not
+    /// those only `finish` completes).
+    pub matches: u64,
+    /// Median latency, seconds.
+    pub p50: f64,
+    /// 99th percentile (nearest rank), seconds.
+    pub p99: f64,
+    /// The largest, seconds.
+    pub max: f64,
 }
 
 /// One measured pass per call: `check` asks for the digest.
@@ -376,6 +397,7 @@ fn measure(events: usize, check: bool, body: impl FnOnce(&mut Tally) -> Option<P
         allocations,
         partials,
         setup: None,
+        latency: None,
     }
 }
 
@@ -708,6 +730,8 @@ const W2_ABDC_SIZE: Size = Size { full: 300, quick: 150 };
 const W3_SIZE: Size = Size { full: w3::EVENTS, quick: 100_000 };
 const W4_SIZE: Size = Size { full: w4::EVENTS, quick: 100_000 };
 const W1A_OOO_SIZE: Size = Size { full: w1::TICKS, quick: 300_000 };
+/// W5's paced latency rows: 1 s at 1 M events/s (0.2 s in `--quick`).
+const W5_LATENCY_SIZE: Size = Size { full: 1_000_000, quick: 200_000 };
 /// Live timers of the W6 rows.
 const W6_TIMERS: [Size; 3] =
     [Size { full: 4_096, quick: 4_096 }, Size { full: 65_536, quick: 65_536 }, Size { full: 1 << 20, quick: 1 << 18 }];
@@ -810,6 +834,141 @@ fn runtime_contender(name: &'static str, threads: usize, ticks: Rc<Stream<Tick>>
                 }
                 None
             })
+        })
+    })
+}
+
+/// A writer that keeps the bytes and when each write reached it.
+#[derive(Debug)]
+struct Stamped {
+    start: Instant,
+    bytes: Vec<u8>,
+    /// Per write: the length of `bytes` after it, and its time since `start`.
+    writes: Vec<(usize, Duration)>,
+}
+
+impl Write for Stamped {
+    fn write(&mut self, buf: &[u8]) -> io::Result<usize> {
+        self.bytes.extend_from_slice(buf);
+        self.writes.push((self.bytes.len(), self.start.elapsed()));
+        Ok(buf.len())
+    }
+
+    fn flush(&mut self) -> io::Result<()> {
+        Ok(())
+    }
+}
+
+/// What [`paced_run`] gives.
+#[derive(Debug)]
+pub struct PacedRun {
+    /// The output: one JSON line per match.
+    pub out: Vec<u8>,
+    /// Wall-clock seconds from the first push to the end of `finish`.
+    pub seconds: f64,
+    /// Latency of the matches completed by an event of the stream.
+    pub latency: Latency,
+}
+
+/// W5's latency run: rise_spike over `ticks` through the runtime on
+/// `threads` threads (one: the runner; more: the sharded runtime, its
+/// partial batches sent after `flush_after` if given), each tick pushed at
+/// its due time — tick `i` at `i / rate` seconds, by busy-waiting on the
+/// wall clock (`rate` infinite: as fast as it goes). A rise_spike match
+/// ends with its quiet period (`end`, no event), so the event that
+/// completes it is the first tick after `end`; its latency is the time from
+/// that tick's push to the write of the match's line.
+pub fn paced_run(threads: usize, ticks: &[Tick], rate: f64, flush_after: Option<Duration>) -> PacedRun {
+    let runner = || {
+        let progs =
+            compile(w1::RISE_SPIKE, &mut w1::schema(), &Options::default()).expect("rise_spike compiles").programs;
+        cep_runtime::Runner::new(progs)
+    };
+    let tick = Sym::new("Tick");
+    let mut e = Event::default();
+    let mut pushed = Vec::with_capacity(ticks.len());
+    let start = Instant::now();
+    let mut out = Stamped { start, bytes: Vec::new(), writes: Vec::new() };
+    let pace = |i: usize| {
+        let due = Duration::from_secs_f64(i as f64 / rate);
+        while start.elapsed() < due {
+            std::hint::spin_loop();
+        }
+        start.elapsed()
+    };
+    if threads == 1 {
+        let mut r = runner();
+        let mut sink = cep_runtime::JsonLines::new(&mut out);
+        for (i, t) in ticks.iter().enumerate() {
+            w1::fill(&mut e, t, tick);
+            pushed.push(pace(i));
+            r.push(&e, &mut sink).expect("events in order");
+        }
+        r.finish(&mut sink).expect("no output to fail");
+    } else {
+        let shards = (0..threads).map(|_| runner()).collect();
+        let mut r = cep_runtime::shard::ShardedRunner::new(cep_runtime::Runner::new(Vec::new()), shards);
+        if let Some(wait) = flush_after {
+            r.set_flush_after(wait);
+        }
+        for (i, t) in ticks.iter().enumerate() {
+            w1::fill(&mut e, t, tick);
+            pushed.push(pace(i));
+            r.push(&e, &mut out).expect("events in order");
+        }
+        r.finish(&mut out).expect("no output to fail");
+    }
+    let seconds = start.elapsed().as_secs_f64();
+    let latency = latency(&out, &pushed, ticks, rate);
+    PacedRun { out: out.bytes, seconds, latency }
+}
+
+/// The latency of each match line of `out` (see [`paced_run`]), summarised.
+fn latency(out: &Stamped, pushed: &[Duration], ticks: &[Tick], rate: f64) -> Latency {
+    let mut lat = Vec::new();
+    let mut at = 0;
+    for line in out.bytes.split_inclusive(|&b| b == b'\n') {
+        at += line.len();
+        let written = out.writes[out.writes.partition_point(|w| w.0 < at)].1;
+        let end = json_int(line, "\"end\":").expect("a match line has an end");
+        let completing = ticks.partition_point(|t| t.ts <= end);
+        if let Some(&pushed) = pushed.get(completing) {
+            lat.push(written.saturating_sub(pushed).as_secs_f64());
+        }
+    }
+    lat.sort_by(f64::total_cmp);
+    let rank = |p: f64| lat.get(((p * lat.len() as f64).ceil() as usize).max(1) - 1).copied().unwrap_or(f64::NAN);
+    Latency { rate, matches: lat.len() as u64, p50: rank(0.5), p99: rank(0.99), max: rank(1.0) }
+}
+
+/// The integer after `key` in a JSON line.
+fn json_int(line: &[u8], key: &str) -> Option<i64> {
+    let text = std::str::from_utf8(line).ok()?;
+    let rest = &text[text.find(key)? + key.len()..];
+    let digits = rest.find(|c: char| !(c.is_ascii_digit() || c == '-')).unwrap_or(rest.len());
+    rest[..digits].parse().ok()
+}
+
+/// The rate W5's latency rows are paced at.
+pub const W5_LATENCY_RATE: f64 = 1e6;
+
+/// W5 latency: [`paced_run`] at [`W5_LATENCY_RATE`]; events/s is the rate
+/// achieved, matches the output lines.
+fn latency_contender(name: &'static str, threads: usize, ticks: Rc<Stream<Tick>>) -> Contender {
+    Contender::new(name, move |n| {
+        let ticks = ticks.get(n);
+        Box::new(move |check| {
+            let mut paced = None;
+            let pass = measure(n, check, |tally| {
+                let run = paced_run(threads, &ticks[..n], W5_LATENCY_RATE, None);
+                for line in String::from_utf8_lossy(&run.out).lines() {
+                    tally.add_line(line);
+                }
+                paced = Some((run.seconds, run.latency));
+                None
+            });
+            let (seconds, latency) = paced.expect("the pass ran");
+            Pass { seconds, latency: Some(latency), ..pass }
         })
     })
 }
@@ -931,6 +1090,29 @@ pub fn workloads(scale: Scale) -> Vec<Workload> {
         contenders: vec![
             runtime_contender("1 thread", 1, s.ticks.clone()),
             runtime_contender("2 threads", 2, s.ticks.clone()),
+        ],
+    });
+
+    // W5 latency: the same, paced below saturation.
+    let n = W5_LATENCY_SIZE.at(scale);
+    out.push(Workload {
+        name: "W5-latency".into(),
+        description: format!(
+            "event-to-match latency: W5's runtimes fed the first {} W1 ticks at {} events/s (a busy-wait on the \
+             wall clock); per match, from the push of the tick that completes it (the first after its quiet \
+             period) to its line reaching the writer; events/s = the rate kept",
+            thousands(n),
+            thousands(W5_LATENCY_RATE as usize)
+        ),
+        size: W5_LATENCY_SIZE,
+        events: n,
+        baseline: Baseline::None,
+        target: Target { text: "— (report p50 / p99)".into(), check: Check::None },
+        expect: (n == w1::TICKS).then_some(450),
+        series: None,
+        contenders: vec![
+            latency_contender("1 thread", 1, s.ticks.clone()),
+            latency_contender("2 threads", 2, s.ticks.clone()),
         ],
     });
 

@@ -170,7 +170,7 @@ pub fn run(args: RunArgs) -> Result<(), Failure> {
             schema.field(&a.field);
         }
         if args.threads == 1 {
-            first.set_levels(level_index(alerts.iter().cloned(), args.levels.as_deref())?, input.schema_mut());
+            first.set_levels(level_index(alerts.iter().cloned(), alerts, args.levels.as_deref())?, input.schema_mut());
         }
     }
     input.set_observe(false);
@@ -217,7 +217,7 @@ pub fn run(args: RunArgs) -> Result<(), Failure> {
             let n = args.threads;
             for (i, shard) in shards.iter_mut().enumerate() {
                 let mine = alerts.iter().filter(|a| shard_of(&a.key, n) == i).cloned();
-                shard.set_levels(level_index(mine, args.levels.as_deref())?, &mut input.schema().clone());
+                shard.set_levels(level_index(mine, alerts, args.levels.as_deref())?, &mut input.schema().clone());
             }
         }
         let mut front = Runner::new(Vec::new());
@@ -626,12 +626,17 @@ fn read_levels(path: &std::path::Path) -> Result<Vec<cep_index::Alert>, Failure>
     read_alerts(io::BufReader::new(file), &name).map_err(|e| Failure::bad_input(format!("error: {e}")))
 }
 
-/// An index of `alerts` (read from `file`).
+/// An index of `alerts` (read from `file`), watching every field in
+/// `fields` (so that all shards feed the same fields).
 fn level_index(
     alerts: impl IntoIterator<Item = cep_index::Alert>,
+    fields: &[cep_index::Alert],
     file: Option<&std::path::Path>,
 ) -> Result<LevelIndex, Failure> {
     let mut index = LevelIndex::new();
+    for a in fields {
+        index.watch(&a.field);
+    }
     index.add_all(alerts).map_err(|e| {
         Failure::bad_input(format!("error: {}: {e}", file.map_or("levels".into(), |f| f.display().to_string())))
     })?;

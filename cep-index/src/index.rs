@@ -262,16 +262,34 @@ impl LevelIndex {
         true
     }
 
-    /// The series of `key` and `field`, created empty if new.
-    fn series_of(&mut self, field: &str, key: Value) -> u32 {
-        let f = match self.field(field) {
-            Some(f) => f.0 as usize,
+    /// Watches `field` without an alert on it (yet), so that it is among
+    /// [`fields`](Self::fields) — e.g. for a runner that feeds the watched
+    /// fields, before alerts on it are added while values flow. Returns
+    /// its handle.
+    ///
+    /// # Examples
+    /// ```
+    /// use cep_index::LevelIndex;
+    /// let mut idx = LevelIndex::new();
+    /// let price = idx.watch("price");
+    /// assert_eq!(idx.field("price"), Some(price));
+    /// assert_eq!(idx.watch("price"), price);
+    /// assert!(idx.is_empty());
+    /// ```
+    pub fn watch(&mut self, field: &str) -> FieldRef {
+        match self.field(field) {
+            Some(f) => f,
             None => {
                 self.fields.push(Field { name: field.into(), keys: KeyIndex::default() });
-                self.fields.len() - 1
+                FieldRef(self.fields.len() as u32 - 1)
             }
-        };
-        self.series_in(f as u32, key)
+        }
+    }
+
+    /// The series of `key` and `field`, created empty if new.
+    fn series_of(&mut self, field: &str, key: Value) -> u32 {
+        let f = self.watch(field);
+        self.series_in(f.0, key)
     }
 
     #[inline]

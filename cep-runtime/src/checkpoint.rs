@@ -33,7 +33,7 @@ pub const MAGIC: &[u8; 8] = b"CEPCKPT\0";
 /// The version of the payload's shape.
 pub const FORMAT_VERSION: u32 = 1;
 /// The version of the key-to-shard hash.
-pub const HASH_VERSION: u32 = 1;
+pub const HASH_VERSION: u32 = 2;
 
 /// Checkpoints kept in a directory: the newest and the one before it.
 const KEEP: usize = 2;

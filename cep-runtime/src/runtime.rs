@@ -183,8 +183,14 @@ impl RuntimeBuilder {
                 self.schema.field(&a.field);
             }
         }
+        let all_fields: Vec<String> = self.alerts.iter().map(|a| a.field.clone()).collect();
         let index = |alerts: Vec<Alert>| -> Result<LevelIndex, String> {
             let mut idx = LevelIndex::new();
+            // Every shard feeds every watched field, so an alert added
+            // later on any shard is fed.
+            for f in &all_fields {
+                idx.watch(f);
+            }
             idx.add_all(alerts).map_err(|e| e.to_string())?;
             Ok(idx)
         };

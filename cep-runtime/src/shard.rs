@@ -3,31 +3,62 @@
 //! keys that hash to it.
 //!
 //! ```text
-//!            front Runner (watermark, reorder buffer, late events)
-//! events --> released in ts order --> route by hash(key) --> shard 0 ... shard n-1
-//!                                     (batches, bounded channels)        |
-//! output <------------------------------- JSON lines per batch <---------+
+//!          front Runner (watermark, reorder buffer, late events)
+//! events --> released in ts order --> hash(key) --> batch of shard 0 ... shard n-1
+//!                                     (flat batches, bounded channels)     |
+//! output <----------------------------- JSON lines per batch <-------------+
 //! ```
 //!
 //! The calling thread is the reader and the emitter: [`ShardedRunner::push`]
-//! hands an event to the front, routes what it releases into per-shard
-//! batches, and writes whatever output the shards have sent. A batch goes to
-//! its shard over a bounded channel when it is full (1,024 events), so a
-//! fast producer blocks instead of growing memory. Every flush sends each
-//! shard the watermark (the last released `ts`) in band, after its events,
-//! so quiet shards fire their deadlines too. For each query, events go to
-//! the shard of `hash(partition key) % n` (a query without a partition runs
-//! on shard 0); level alerts go by the event's `key` field. The shards send
-//! formatted output back over an unbounded channel (the emitter drains it
-//! after every push), so they never wait on the reader: no deadlock.
+//! hands an event to the front, copies each event the front releases into
+//! the batch of the shard its key hashes to ([`shard_of`]: for each query
+//! its partition key, a query without a partition on shard 0; for the level
+//! alerts the event's `key` field), with a mask of the queries it is for
+//! there, and writes whatever output the shards have sent. A batch is flat
+//! — event heads in one vector, all fields in another — and recycled: once
+//! its shard has dropped it, the reader refills it in place, so the reader
+//! allocates nothing per event once warm.
+//!
+//! Batches go out (every shard's at once, each with the watermark — the
+//! last released `ts`, or the caller's — in band after its events, so quiet
+//! shards fire their deadlines too) when they hold 4,096 events, when the
+//! caller moves the watermark, at the end, and, so that a slow stream's
+//! matches are not held back until a batch fills, when the oldest unsent
+//! event has waited [`ShardedRunner::set_flush_after`] (1 ms by default) of
+//! wall time and the shards have taken every batch sent before (when they
+//! have not, the system is busy and batches fill instead). The reader looks at the clock and at the shards' output every
+//! few pushes: every 64 on a fast stream, every push on a slow one. (A
+//! caller that stops pushing must move the watermark or finish for held
+//! events to go out, as `cep run --idle-timeout` does.)
+//!
+//! Channels to the shards are bounded — 16 batches of 4,096 events each — so
+//! a fast producer blocks instead of growing memory; they are that deep
+//! because the reader and the shards share the cores: a shard the scheduler
+//! sets aside for a few milliseconds must not stall the reader, and with
+//! it the other shards. The shards send formatted output back over an
+//! unbounded channel and never wait on the reader: no deadlock. A shard that
+//! fails sends its error and stops; the caller gets it at the next send or
+//! look, or from `finish`.
+//!
+//! Changes to a shard's queries or alerts ([`ShardedRunner::control`]) and
+//! checkpoint barriers ([`ShardedRunner::checkpoint`]) travel in band too:
+//! the batches so far go out first, so a change or a snapshot falls between
+//! the same two events on every shard.
+//!
+//! Broadcasting each batch to every shard, each picking its own events, was
+//! measured too (W5, 2 shards on 2 cores): it moves the hashing off the
+//! reader, but every shard then reads and hashes every event, and it ran
+//! 10–20 % slower than routing.
 //!
 //! Matches are the same multiset as on one thread; their order between
 //! shards is not (within a key it is).
 
 use std::io::{self, Write};
+use std::sync::Arc;
 use std::thread::JoinHandle;
+use std::time::{Duration, Instant};
 
-use cep_core::{Event, FieldId, Timestamp, Value};
+use cep_core::{Event, FieldId, Sym, Timestamp, Value};
 use cep_nfa::program::Program;
 use crossbeam_channel::{Receiver, Sender, bounded, unbounded};
 
@@ -35,7 +66,8 @@ use crate::checkpoint::ShardedSnapshot;
 use crate::{JsonLines, LEVELS_BIT, PushError, QueryInfo, Runner, RunnerSnapshot, RunnerStats, Sink, Summary};
 
 /// The shard of a key among `shards`: a hash with fixed seeds, so every
-/// run (and every process) puts a key on the same shard.
+/// run (and every process) puts a key on the same shard. (Checkpoints of a
+/// sharded run depend on it: see `checkpoint::HASH_VERSION`.)
 ///
 /// # Examples
 /// ```
@@ -45,23 +77,90 @@ use crate::{JsonLines, LEVELS_BIT, PushError, QueryInfo, Runner, RunnerSnapshot,
 /// assert!(s < 4);
 /// assert_eq!(shard_of(&Value::Int(7), 4), s);
 /// ```
+#[inline]
 pub fn shard_of(key: &Value, shards: usize) -> usize {
-    (STABLE.hash_one(key) % shards.max(1) as u64) as usize
+    let h = match key {
+        // By the text: a symbol's number depends on the order strings were
+        // interned, which differs between a run and its resumption.
+        Value::Str(s) => str_hash(*s),
+        _ => STABLE.hash_one(key),
+    };
+    let n = shards.max(1) as u64;
+    // The same remainder, without a division for 2, 4, 8… shards.
+    (if n.is_power_of_two() { h & (n - 1) } else { h % n }) as usize
+}
+
+/// The stable hash of a string key (out of line: it takes the interner's
+/// read lock).
+#[inline(never)]
+fn str_hash(s: Sym) -> u64 {
+    STABLE.hash_one(s.as_str())
 }
 
 /// Fixed seeds: the same key hashes alike in every run and process.
 static STABLE: std::sync::LazyLock<ahash::RandomState> =
     std::sync::LazyLock::new(|| ahash::RandomState::with_seeds(0x5eed, 0xcafe, 0xf00d, 0xbeef));
 
-/// Events per batch sent to a shard.
-const BATCH: usize = 1024;
-/// Batches in flight per shard before the reader waits.
-const IN_FLIGHT: usize = 4;
+/// Events per batch (per shard).
+const BATCH: usize = 4096;
+/// Batches queued per shard before the reader waits. Deep (64 k events), so
+/// that a shard the scheduler sets aside for a few milliseconds does not
+/// stall the reader — and with it the other shards.
+const IN_FLIGHT: usize = 16;
+/// The most pushes between two looks at the clock and at the output.
+const MAX_CHECK_EVERY: u32 = 64;
+/// How long a partial batch may wait by default.
+const FLUSH_AFTER: Duration = Duration::from_millis(1);
+
+/// One event of a batch, without its fields. `ts` and `row` are kept apart
+/// (in this order, `repr(C)`) so that copying them from an event just
+/// written is two 8-byte loads, not one 16-byte load that store-to-load
+/// forwarding cannot serve (it stalled the reader).
+#[derive(Clone, Copy, Debug)]
+#[repr(C)]
+struct Head {
+    ts: Timestamp,
+    /// The queries (bit `i` for query `i`, [`LEVELS_BIT`]) it is for.
+    mask: u64,
+    row: u64,
+    ty: Sym,
+    /// How many fields it has (they follow the previous event's in
+    /// [`Batch::values`]).
+    fields: u32,
+}
+
+/// A shard's events, flat: heads in one vector, every field in another, so
+/// that filling a batch writes two sequential streams and allocates nothing
+/// once the vectors have grown.
+#[derive(Debug, Default)]
+struct Batch {
+    heads: Vec<Head>,
+    values: Vec<Value>,
+    /// The watermark to apply after the events (`Timestamp::MIN`: none).
+    wm: Timestamp,
+}
+
+impl Batch {
+    /// Appends `e`, for the queries of `mask`.
+    #[inline]
+    fn push(&mut self, e: &Event, mask: u64) {
+        let fields = e.fields.len() as u32;
+        self.heads.push(Head { ts: e.ts, mask, row: e.row, ty: e.ty, fields });
+        self.values.extend_from_slice(&e.fields);
+    }
+
+    /// Empties the batch, keeping its capacity.
+    fn clear(&mut self) {
+        self.heads.clear();
+        self.values.clear();
+        self.wm = Timestamp::MIN;
+    }
+}
 
 /// What the reader sends a shard.
 enum ToShard {
-    /// Events (with the queries each is for), then the watermark.
-    Batch(Vec<(Event, u64)>, Timestamp),
+    /// Events, then the watermark.
+    Batch(Arc<Batch>),
     /// A checkpoint barrier: reply with the shard's state.
     Checkpoint,
     /// A change to the shard's runner, in band (queries or alerts added
@@ -78,25 +177,12 @@ pub type Control = Box<dyn FnOnce(&mut Runner) -> Result<(), String> + Send>;
 enum FromShard {
     /// Output lines.
     Out(Vec<u8>),
-    /// A batch, emptied, for reuse.
-    Spare(usize, Vec<(Event, u64)>),
     /// The shard has finished; its counts and statistics.
     Done(usize, Summary, RunnerStats),
     /// The shard's state at a checkpoint barrier.
     Snapshot(usize, Box<RunnerSnapshot>),
     /// The shard stopped on an error.
     Failed(String),
-}
-
-struct Shard {
-    tx: Sender<ToShard>,
-    /// The batch being filled: its first `len` rows are this batch's (the
-    /// rest are rows of an earlier batch, reused in place).
-    batch: Vec<(Event, u64)>,
-    len: usize,
-    /// Emptied batches, for reuse.
-    spare: Vec<Vec<(Event, u64)>>,
-    handle: Option<JoinHandle<()>>,
 }
 
 /// The runtime on `n` shard threads (see the [module](self) docs).
@@ -124,10 +210,11 @@ struct Shard {
 /// ```
 pub struct ShardedRunner {
     front: Runner,
-    routes: Routes,
+    batches: Batcher,
+    handles: Vec<Option<JoinHandle<()>>>,
     rx: Receiver<FromShard>,
     infos: Vec<QueryInfo>,
-    /// Matches and fires the shards reported, and their summaries.
+    /// The summaries of the shards that have finished.
     done: Vec<Summary>,
     /// The shards' statistics, as they finish.
     stats: Vec<(usize, RunnerStats)>,
@@ -136,11 +223,12 @@ pub struct ShardedRunner {
     failed: Option<String>,
     /// Output bytes written so far.
     written: u64,
+    clock: Clock,
 }
 
 impl std::fmt::Debug for ShardedRunner {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("ShardedRunner").field("shards", &self.routes.shards.len()).finish_non_exhaustive()
+        f.debug_struct("ShardedRunner").field("shards", &self.batches.txs.len()).finish_non_exhaustive()
     }
 }
 
@@ -148,7 +236,7 @@ impl ShardedRunner {
     /// A runtime whose `front` (no queries; its delay and late policy apply)
     /// orders events and whose `shards` (each with every query, and each
     /// with the level alerts of its keys) run one thread each. At most 63
-    /// queries (a routing mask per event).
+    /// queries (a mask per event).
     ///
     /// # Panics
     /// With no shard, or more than 63 queries.
@@ -159,32 +247,42 @@ impl ShardedRunner {
         let level_key = shards[0].levels_key_field();
         let infos = shards[0].queries().to_vec();
         front.forward_released();
+        let n = shards.len();
         let (out_tx, rx) = unbounded();
-        let shards: Vec<Shard> = shards
-            .into_iter()
-            .enumerate()
-            .map(|(i, runner)| {
-                let (tx, shard_rx) = bounded(IN_FLIGHT);
-                let out = out_tx.clone();
-                let handle = std::thread::Builder::new()
-                    .name(format!("cep-shard-{i}"))
-                    .spawn(move || shard_main(i, runner, shard_rx, out))
-                    .expect("spawn a shard thread");
-                Shard { tx, batch: Vec::with_capacity(BATCH), len: 0, spare: Vec::new(), handle: Some(handle) }
-            })
-            .collect();
-        let masks = vec![0; shards.len()];
+        let mut txs = Vec::with_capacity(n);
+        let mut handles = Vec::with_capacity(n);
+        for (i, runner) in shards.into_iter().enumerate() {
+            let (tx, shard_rx) = bounded(IN_FLIGHT);
+            let shard = Shard { me: i, runner, rx: shard_rx, out: out_tx.clone(), scratch: Event::default() };
+            let handle = std::thread::Builder::new()
+                .name(format!("cep-shard-{i}"))
+                .spawn(move || shard.run())
+                .expect("spawn a shard thread");
+            txs.push(tx);
+            handles.push(Some(handle));
+        }
         ShardedRunner {
             front,
-            routes: Routes { shards, keys, level_key, masks, released_ts: Timestamp::MIN, full: false },
+            batches: Batcher::new(txs, keys, level_key),
+            handles,
             rx,
-            written: 0,
             infos,
             done: Vec::new(),
             stats: Vec::new(),
             snapshots: Vec::new(),
             failed: None,
+            written: 0,
+            clock: Clock::new(FLUSH_AFTER),
         }
+    }
+
+    /// How long a partial batch may wait, in wall-clock time, before it is
+    /// sent to the shards (default 1 ms; checked every few pushes, and only
+    /// once the shards have taken every batch before): about the delay that
+    /// batching adds to a match on a slow stream. Shorter sends more, smaller
+    /// batches when events are slow; at a high rate batches fill first.
+    pub fn set_flush_after(&mut self, wait: Duration) {
+        self.clock.flush_after = wait;
     }
 
     /// The queries' names and variables.
@@ -218,7 +316,7 @@ impl ShardedRunner {
 
     /// The number of shard threads.
     pub fn shards(&self) -> usize {
-        self.routes.shards.len()
+        self.handles.len()
     }
 
     /// The front's statistics (events routed, late events, events held
@@ -235,43 +333,45 @@ impl ShardedRunner {
         v.into_iter().map(|s| s.1).collect()
     }
 
-    /// Processes one event: the front orders it; what it releases is routed
-    /// to the shards; their output so far is written to `out`.
+    /// Processes one event: the front orders it; what it releases joins the
+    /// batch, sent when full or when it has waited long enough; the shards'
+    /// output so far is written to `out` every few pushes.
     pub fn push(&mut self, e: &Event, out: &mut impl Write) -> Result<(), PushError> {
-        self.front.push(e, &mut self.routes)?;
-        self.after_routing()?;
-        self.write_output(out)
+        let pushed = self.front.push(e, &mut self.batches);
+        self.after(pushed, out)?;
+        if self.clock.tick() {
+            self.look(out)?;
+        }
+        Ok(())
     }
 
     /// Moves the watermark (see [`Runner::advance_watermark`]); every shard
     /// gets it at once.
     pub fn advance_watermark(&mut self, wm: Timestamp, out: &mut impl Write) -> Result<(), PushError> {
-        self.front.advance_watermark(wm, &mut self.routes)?;
-        self.after_routing()?;
-        self.flush_all(wm)?;
+        let moved = self.front.advance_watermark(wm, &mut self.batches);
+        self.after(moved, out)?;
+        let sent = self.batches.send(wm);
+        self.after(sent.map_err(PushError::Io), out)?;
         self.write_output(out)
     }
 
-    /// An aligned checkpoint: every event routed so far is sent, then a
+    /// An aligned checkpoint: every event released so far is sent, then a
     /// barrier to every shard; each shard answers with its state once it
     /// has processed everything before the barrier, and the output they
-    /// sent before it is written to `out`. No event is routed meanwhile,
-    /// so all states are at the same input position. With
+    /// sent before it is written to `out`. No event is sent meanwhile, so
+    /// all states are at the same input position. With
     /// [`Runner::restore`] on the front and on shards built alike, and
     /// [`resume_released`](Self::resume_released), a new runtime continues
     /// from here.
     pub fn checkpoint(&mut self, out: &mut impl Write) -> io::Result<ShardedSnapshot> {
-        let io = |e: PushError| match e {
-            PushError::Io(e) => e,
-            other => io::Error::other(other.to_string()),
-        };
-        self.flush_all(self.routes.released_ts).map_err(io)?;
-        for s in &self.routes.shards {
-            if s.tx.send(ToShard::Checkpoint).is_err() {
+        let sent = self.batches.send(self.batches.released_ts).map_err(PushError::Io);
+        self.after(sent, out).map_err(into_io)?;
+        for tx in &self.batches.txs {
+            if tx.send(ToShard::Checkpoint).is_err() {
                 break; // the shard stopped; its error is on the output channel
             }
         }
-        while self.snapshots.len() < self.routes.shards.len() && self.failed.is_none() {
+        while self.snapshots.len() < self.handles.len() && self.failed.is_none() {
             match self.rx.recv() {
                 Ok(msg) => self.take(msg, out)?,
                 Err(_) => break,
@@ -285,17 +385,17 @@ impl ShardedRunner {
         Ok(ShardedSnapshot {
             front: self.front.snapshot()?,
             shards: snaps.into_iter().map(|s| s.1).collect(),
-            released: self.routes.released_ts,
+            released: self.batches.released_ts,
         })
     }
 
     /// Applies a change to shard `shard`'s runner, in band: after every
-    /// event routed so far and before any routed later. An error it returns
-    /// stops the shard and reaches the caller with the next push.
+    /// event released so far and before any released later. An error it
+    /// returns stops the shard and reaches the caller with the next push.
     pub fn control(&mut self, shard: usize, change: Control) -> Result<(), PushError> {
-        self.flush_all(self.routes.released_ts)?;
+        self.batches.send(self.batches.released_ts)?;
         // A shard that stopped has its error on the output channel.
-        let _ = self.routes.shards[shard].tx.send(ToShard::Control(change));
+        let _ = self.batches.txs[shard].send(ToShard::Control(change));
         Ok(())
     }
 
@@ -303,8 +403,8 @@ impl ShardedRunner {
     /// alike): it starts at the current watermark on every shard (see
     /// [`Runner::add_query`]); the shards' engine choice must run it.
     pub fn add_query(&mut self, programs: Vec<Program<Event>>) -> Result<(), String> {
-        if programs.len() != self.routes.shards.len() {
-            return Err(format!("{} programs for {} shards", programs.len(), self.routes.shards.len()));
+        if programs.len() != self.handles.len() {
+            return Err(format!("{} programs for {} shards", programs.len(), self.handles.len()));
         }
         if self.infos.len() >= 63 {
             return Err("a sharded runtime runs at most 63 queries".into());
@@ -314,7 +414,8 @@ impl ShardedRunner {
         for (i, p) in programs.into_iter().enumerate() {
             self.control(i, Box::new(move |r: &mut Runner| r.add_query(p).map(|_| ()))).map_err(|e| e.to_string())?;
         }
-        self.routes.keys.push(key);
+        self.batches.keys.push(key);
+        self.batches.reroute();
         self.infos.push(info);
         Ok(())
     }
@@ -323,7 +424,7 @@ impl ShardedRunner {
     /// [`Runner::remove_query`]); false if there is none.
     pub fn remove_query(&mut self, name: &str) -> Result<bool, PushError> {
         let Some(i) = self.infos.iter().position(|q| q.name == name) else { return Ok(false) };
-        for s in 0..self.routes.shards.len() {
+        for s in 0..self.handles.len() {
             let name = name.to_owned();
             self.control(
                 s,
@@ -333,73 +434,74 @@ impl ShardedRunner {
                 }),
             )?;
         }
-        self.routes.keys.remove(i);
+        self.batches.keys.remove(i);
+        self.batches.reroute();
         self.infos.remove(i);
         Ok(true)
     }
 
     /// After restoring from a [`checkpoint`](Self::checkpoint): the `ts` of
-    /// the last event routed then, which the next flush sends to the shards
-    /// as their watermark.
+    /// the last event released then, which the next batches carry to the
+    /// shards as their watermark.
     pub fn resume_released(&mut self, ts: Timestamp) {
-        self.routes.released_ts = ts;
+        self.batches.released_ts = ts;
     }
 
-    /// Ends the input: held events are released and routed, every shard
+    /// Ends the input: held events are released and sent, every shard
     /// finishes, and all output is written. Returns the run's counts.
     pub fn finish(&mut self, out: &mut impl Write) -> io::Result<Summary> {
-        let io = |e: PushError| match e {
-            PushError::Io(e) => e,
-            other => io::Error::other(other.to_string()),
-        };
-        self.front.finish(&mut self.routes)?;
-        self.after_routing().map_err(io)?;
-        self.flush_all(self.routes.released_ts).map_err(io)?;
-        for s in &self.routes.shards {
+        let finished = self.front.finish(&mut self.batches).map_err(PushError::Io);
+        self.after(finished, out).map_err(into_io)?;
+        let sent = self.batches.send(self.batches.released_ts).map_err(PushError::Io);
+        self.after(sent, out).map_err(into_io)?;
+        for tx in &self.batches.txs {
             // A shard that stopped on an error has dropped its receiver.
-            let _ = s.tx.send(ToShard::Finish);
+            let _ = tx.send(ToShard::Finish);
         }
-        while self.done.len() < self.routes.shards.len() && self.failed.is_none() {
+        while self.done.len() < self.handles.len() && self.failed.is_none() {
             match self.rx.recv() {
                 Ok(msg) => self.take(msg, out)?,
                 Err(_) => break,
             }
         }
-        for s in &mut self.routes.shards {
-            if let Some(h) = s.handle.take()
+        for h in &mut self.handles {
+            if let Some(h) = h.take()
                 && h.join().is_err()
             {
                 self.failed.get_or_insert_with(|| "a shard thread panicked".into());
             }
         }
-        self.write_output(out).map_err(io)?;
+        self.write_output(out).map_err(into_io)?;
         match &self.failed {
             Some(why) => Err(io::Error::other(why.clone())),
             None => Ok(self.summary()),
         }
     }
 
-    /// Flushes every batch when one has filled.
-    fn after_routing(&mut self) -> Result<(), PushError> {
-        if std::mem::take(&mut self.routes.full) { self.flush_all(self.routes.released_ts) } else { Ok(()) }
+    /// After the front has run: an error sending to a shard is replaced by
+    /// the shard's own error, if it sent one.
+    fn after(&mut self, result: Result<(), PushError>, out: &mut impl Write) -> Result<(), PushError> {
+        match result {
+            Err(PushError::Io(e)) if self.batches.stopped => {
+                self.write_output(out)?;
+                Err(PushError::Io(e))
+            }
+            other => other,
+        }
     }
 
-    /// Sends every shard its batch (maybe empty) and the watermark.
-    fn flush_all(&mut self, wm: Timestamp) -> Result<(), PushError> {
-        for s in &mut self.routes.shards {
-            let next = s.spare.pop().unwrap_or_else(|| Vec::with_capacity(BATCH));
-            let mut batch = std::mem::replace(&mut s.batch, next);
-            batch.truncate(s.len);
-            s.len = 0;
-            if s.tx.send(ToShard::Batch(batch, wm)).is_err() {
-                // The shard stopped; its error arrives on the output channel.
-                break;
-            }
+    /// The periodic look: sends the batches if their oldest event has
+    /// waited long enough and the shards have run every batch sent before
+    /// (otherwise the batches would wait in the queue anyway: under load
+    /// they fill instead), and writes the output so far.
+    fn look(&mut self, out: &mut impl Write) -> Result<(), PushError> {
+        let now = self.clock.look();
+        let waited = self.batches.len > 0 && now - self.batches.first_at >= self.clock.flush_after;
+        if waited && self.batches.caught_up() {
+            let sent = self.batches.send(self.batches.released_ts);
+            self.after(sent.map_err(PushError::Io), out)?;
         }
-        match &self.failed {
-            Some(why) => Err(PushError::Io(io::Error::other(why.clone()))),
-            None => Ok(()),
-        }
+        self.write_output(out)
     }
 
     /// Writes the output the shards have sent so far (without waiting).
@@ -420,7 +522,6 @@ impl ShardedRunner {
                 out.write_all(&bytes)?;
                 self.written += bytes.len() as u64;
             }
-            FromShard::Spare(i, v) => self.routes.shards[i].spare.push(v),
             FromShard::Done(i, summary, stats) => {
                 self.done.push(summary);
                 self.stats.push((i, stats));
@@ -434,109 +535,293 @@ impl ShardedRunner {
     }
 }
 
-/// Routes each event the front releases into the batches of the shards
-/// whose keys it carries, with the queries it is for.
+/// A push error as an I/O error.
+fn into_io(e: PushError) -> io::Error {
+    match e {
+        PushError::Io(e) => e,
+        other => io::Error::other(other.to_string()),
+    }
+}
+
+/// When the reader looks at the clock: every push on a slow stream, every
+/// [`MAX_CHECK_EVERY`] pushes on a fast one (the interval halves when a
+/// look finds more than an eighth of `flush_after` gone since the last,
+/// and doubles otherwise).
+#[derive(Debug)]
+struct Clock {
+    flush_after: Duration,
+    /// Pushes between looks.
+    every: u32,
+    /// Pushes left until the next look.
+    left: u32,
+    last_look: Instant,
+}
+
+impl Clock {
+    fn new(flush_after: Duration) -> Clock {
+        Clock { flush_after, every: 1, left: 1, last_look: Instant::now() }
+    }
+
+    /// Counts a push; true when it is time to look.
+    #[inline]
+    fn tick(&mut self) -> bool {
+        self.left -= 1;
+        self.left == 0
+    }
+
+    /// A look: the time now, and the next look planned.
+    fn look(&mut self) -> Instant {
+        let now = Instant::now();
+        let slow = (now - self.last_look) * 8 > self.flush_after;
+        self.every = if slow { (self.every / 2).max(1) } else { (self.every * 2).min(MAX_CHECK_EVERY) };
+        self.left = self.every;
+        self.last_look = now;
+        now
+    }
+}
+
+/// Which shards an event goes to, and for which queries.
+#[derive(Debug)]
 struct Routes {
-    shards: Vec<Shard>,
+    /// The queries (and [`LEVELS_BIT`]) of every event, on shard 0: those
+    /// without a partition.
+    always: u64,
+    /// Per key field: the queries (and maybe [`LEVELS_BIT`]) keyed by it.
+    by_field: Vec<(FieldId, u64)>,
+}
+
+impl Routes {
+    /// Groups the queries by the field of their partition key (`keys`, per
+    /// query) and the level alerts by `level_key`, so that each field is
+    /// hashed once per event.
+    fn new(keys: &[Option<FieldId>], level_key: Option<FieldId>) -> Routes {
+        let mut routes = Routes { always: 0, by_field: Vec::new() };
+        let bits = keys.iter().enumerate().map(|(q, k)| (*k, 1u64 << q));
+        for (key, bit) in bits.chain(level_key.map(|f| (Some(f), LEVELS_BIT))) {
+            match key {
+                None => routes.always |= bit,
+                Some(f) => match routes.by_field.iter_mut().find(|(g, _)| *g == f) {
+                    Some((_, b)) => *b |= bit,
+                    None => routes.by_field.push((f, bit)),
+                },
+            }
+        }
+        routes
+    }
+
+    /// When every query (and the level alerts) is keyed by one field — the
+    /// common case — the one shard `e` goes to among `shards`, and its mask.
+    #[inline]
+    fn one_shard(&self, e: &Event, shards: usize) -> Option<(usize, u64)> {
+        match self.by_field[..] {
+            [(f, bits)] if self.always == 0 => {
+                let key = e.fields.get(f as usize).unwrap_or(&Value::Null);
+                Some((shard_of(key, shards), bits))
+            }
+            _ => None,
+        }
+    }
+
+    /// Fills `masks` (one per shard) with the queries `e` is for there.
+    #[inline]
+    fn masks(&self, e: &Event, masks: &mut [u64]) {
+        masks.fill(0);
+        masks[0] = self.always;
+        for &(f, bits) in &self.by_field {
+            let key = e.fields.get(f as usize).unwrap_or(&Value::Null);
+            masks[shard_of(key, masks.len())] |= bits;
+        }
+    }
+}
+
+/// The reader's side of the batches: the front's sink, which routes each
+/// released event into the batch of each shard it is for, and sends the
+/// batches when one is full.
+struct Batcher {
+    txs: Vec<Sender<ToShard>>,
     /// Per query, the field its partition key is in.
     keys: Vec<Option<FieldId>>,
     /// The field level alerts are keyed by, if there are alerts.
     level_key: Option<FieldId>,
-    /// Scratch: per shard, the routing mask of the event at hand.
+    /// Where events go, from `keys` and `level_key`.
+    routes: Routes,
+    /// Scratch: per shard, the mask of the event at hand.
     masks: Vec<u64>,
-    /// The latest released ts: the watermark sent with the next flush.
+    /// Per shard, the batch being filled.
+    filling: Vec<Batch>,
+    /// Events in the batches being filled.
+    len: usize,
+    /// When the first of them was released.
+    first_at: Instant,
+    /// The latest released ts: the watermark sent with the next batches.
     released_ts: Timestamp,
-    /// A batch filled up: flush them all.
-    full: bool,
+    /// Per shard, batches sent before; one the shard has dropped is
+    /// refilled (at most `IN_FLIGHT + 2` per shard ever exist: its queue,
+    /// the batch it runs, and one being handed over).
+    pool: Vec<Vec<Arc<Batch>>>,
+    /// A shard has stopped (its receiver is gone).
+    stopped: bool,
 }
 
-impl Sink for Routes {
+impl Batcher {
+    fn new(txs: Vec<Sender<ToShard>>, keys: Vec<Option<FieldId>>, level_key: Option<FieldId>) -> Batcher {
+        let n = txs.len();
+        Batcher {
+            txs,
+            routes: Routes::new(&keys, level_key),
+            keys,
+            level_key,
+            masks: vec![0; n],
+            filling: (0..n).map(|_| Batch::default()).collect(),
+            len: 0,
+            first_at: Instant::now(),
+            released_ts: Timestamp::MIN,
+            pool: vec![Vec::new(); n],
+            stopped: false,
+        }
+    }
+
+    /// Routes by the queries as they are now (after one was added or
+    /// removed; the batches sent before carry the masks of before).
+    fn reroute(&mut self) {
+        self.routes = Routes::new(&self.keys, self.level_key);
+    }
+
+    /// Sends every shard its batch (maybe empty) and the watermark `wm`,
+    /// waiting while a shard's channel is full.
+    fn send(&mut self, wm: Timestamp) -> io::Result<()> {
+        self.len = 0;
+        for (s, tx) in self.txs.iter().enumerate() {
+            let pool = &mut self.pool[s];
+            let i = free_batch(pool);
+            let batch = Arc::get_mut(&mut pool[i]).expect("no shard holds a free batch");
+            std::mem::swap(batch, &mut self.filling[s]);
+            batch.wm = wm;
+            self.filling[s].clear();
+            if tx.send(ToShard::Batch(Arc::clone(&pool[i]))).is_err() {
+                self.stopped = true;
+                return Err(io::Error::other(format!("shard {s} stopped")));
+            }
+        }
+        Ok(())
+    }
+}
+
+impl Batcher {
+    /// Whether every shard has taken every batch sent to it.
+    fn caught_up(&self) -> bool {
+        self.txs.iter().all(Sender::is_empty)
+    }
+}
+
+/// The index of a batch of `pool` that no shard holds (a new one if all are
+/// held).
+fn free_batch(pool: &mut Vec<Arc<Batch>>) -> usize {
+    match pool.iter_mut().position(|b| Arc::get_mut(b).is_some()) {
+        Some(i) => i,
+        None => {
+            pool.push(Arc::default());
+            pool.len() - 1
+        }
+    }
+}
+
+impl Sink for Batcher {
     fn on_match(&mut self, _: &QueryInfo, _: &cep_core::Match) -> io::Result<()> {
         Ok(()) // the front runs no query
     }
 
     fn on_released(&mut self, e: &Event) -> io::Result<()> {
-        let n = self.shards.len();
-        let field = |f: FieldId| e.fields.get(f as usize).copied().unwrap_or(Value::Null);
-        self.masks.fill(0);
-        for (q, key) in self.keys.iter().enumerate() {
-            self.masks[key.map_or(0, |f| shard_of(&field(f), n))] |= 1 << q;
-        }
-        if let Some(f) = self.level_key {
-            self.masks[shard_of(&field(f), n)] |= LEVELS_BIT;
-        }
-        for (s, &mask) in self.shards.iter_mut().zip(self.masks.iter()) {
-            if mask == 0 {
-                continue;
-            }
-            match s.batch.get_mut(s.len) {
-                Some(row) => {
-                    row.0.clone_from(e);
-                    row.1 = mask;
+        if let Some((shard, mask)) = self.routes.one_shard(e, self.filling.len()) {
+            // Without a branch on each shard's mask (which mispredicts).
+            self.filling[shard].push(e, mask);
+        } else {
+            self.routes.masks(e, &mut self.masks);
+            for (batch, &mask) in self.filling.iter_mut().zip(&self.masks) {
+                if mask != 0 {
+                    batch.push(e, mask);
                 }
-                None => s.batch.push((e.clone(), mask)),
             }
-            s.len += 1;
-            self.full |= s.len >= BATCH;
         }
+        if self.len == 0 {
+            self.first_at = Instant::now(); // once per batch
+        }
+        self.len += 1;
         self.released_ts = e.ts;
+        if self.len >= BATCH {
+            return self.send(e.ts);
+        }
         Ok(())
     }
 }
 
-/// A shard thread: runs its runner over the batches, sending output after
-/// each.
-fn shard_main(i: usize, mut runner: Runner, rx: Receiver<ToShard>, out: Sender<FromShard>) {
-    let mut sink = JsonLines::new(Vec::new());
-    let send_output = |sink: &mut JsonLines<Vec<u8>>| {
-        let bytes = std::mem::take(sink.get_mut());
-        if !bytes.is_empty() {
-            let _ = out.send(FromShard::Out(bytes));
-        }
-    };
-    while let Ok(msg) = rx.recv() {
-        match msg {
-            ToShard::Batch(batch, wm) => {
-                for (e, mask) in &batch {
-                    if let Err(err) = runner.push_for(e, *mask, &mut sink) {
-                        let _ = out.send(FromShard::Failed(format!("shard {i}: {err}")));
-                        return;
-                    }
-                }
-                if wm > Timestamp::MIN
-                    && let Err(err) = runner.advance_watermark(wm, &mut sink)
-                {
-                    let _ = out.send(FromShard::Failed(format!("shard {i}: {err}")));
-                    return;
-                }
-                send_output(&mut sink);
-                let _ = out.send(FromShard::Spare(i, batch));
+/// A shard thread's state.
+struct Shard {
+    me: usize,
+    runner: Runner,
+    rx: Receiver<ToShard>,
+    out: Sender<FromShard>,
+    /// The event at hand, rebuilt from a batch's flat rows.
+    scratch: Event,
+}
+
+impl Shard {
+    /// Runs the batches until the end of the input or an error, which it
+    /// sends back before stopping.
+    fn run(mut self) {
+        let mut sink = JsonLines::new(Vec::new());
+        while let Ok(msg) = self.rx.recv() {
+            let finish = matches!(msg, ToShard::Finish);
+            let result = match msg {
+                ToShard::Batch(batch) => self.batch(&batch, &mut sink).map_err(|e| e.to_string()),
+                ToShard::Control(change) => change(&mut self.runner),
+                ToShard::Checkpoint => self.checkpoint(&mut sink),
+                ToShard::Finish => self.runner.finish(&mut sink).map_err(|e| e.to_string()),
+            };
+            if let Err(err) = result {
+                let _ = self.out.send(FromShard::Failed(format!("shard {}: {err}", self.me)));
+                return;
             }
-            ToShard::Control(change) => {
-                if let Err(err) = change(&mut runner) {
-                    let _ = out.send(FromShard::Failed(format!("shard {i}: {err}")));
-                    return;
-                }
-            }
-            ToShard::Checkpoint => match runner.snapshot() {
-                Ok(snap) => {
-                    send_output(&mut sink);
-                    let _ = out.send(FromShard::Snapshot(i, Box::new(snap)));
-                }
-                Err(err) => {
-                    let _ = out.send(FromShard::Failed(format!("shard {i}: checkpoint: {err}")));
-                    return;
-                }
-            },
-            ToShard::Finish => {
-                if let Err(err) = runner.finish(&mut sink) {
-                    let _ = out.send(FromShard::Failed(format!("shard {i}: {err}")));
-                    return;
-                }
-                send_output(&mut sink);
-                let _ = out.send(FromShard::Done(i, runner.summary().clone(), runner.stats()));
+            self.send_output(&mut sink);
+            if finish {
+                let done = FromShard::Done(self.me, self.runner.summary().clone(), self.runner.stats());
+                let _ = self.out.send(done);
                 return;
             }
         }
+    }
+
+    /// Sends the output so far, if any.
+    fn send_output(&self, sink: &mut JsonLines<Vec<u8>>) {
+        let bytes = std::mem::take(sink.get_mut());
+        if !bytes.is_empty() {
+            let _ = self.out.send(FromShard::Out(bytes));
+        }
+    }
+
+    /// Sends the output so far, then the runner's state.
+    fn checkpoint(&mut self, sink: &mut JsonLines<Vec<u8>>) -> Result<(), String> {
+        let snap = self.runner.snapshot().map_err(|e| format!("checkpoint: {e}"))?;
+        self.send_output(sink);
+        let _ = self.out.send(FromShard::Snapshot(self.me, Box::new(snap)));
+        Ok(())
+    }
+
+    /// Runs the events of a batch, then its watermark.
+    fn batch(&mut self, batch: &Batch, sink: &mut JsonLines<Vec<u8>>) -> Result<(), PushError> {
+        let mut values = &batch.values[..];
+        for h in &batch.heads {
+            let (fields, rest) = values.split_at(h.fields as usize);
+            values = rest;
+            let e = &mut self.scratch;
+            (e.ty, e.ts, e.row) = (h.ty, h.ts, h.row);
+            e.fields.clear();
+            e.fields.extend_from_slice(fields);
+            self.runner.push_for(e, h.mask, sink)?;
+        }
+        if batch.wm > Timestamp::MIN {
+            self.runner.advance_watermark(batch.wm, sink)?;
+        }
+        Ok(())
     }
 }

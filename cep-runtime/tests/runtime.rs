@@ -110,14 +110,17 @@ fn come_and_go(threads: usize) -> Vec<String> {
     let evs = events(&rt, 300);
     rt.push_batch(&evs[..100]).unwrap();
     rt.add_query("QUERY bb PATTERN SEQ(B a, B b) WHERE [k] WITHIN 20").unwrap();
-    rt.add_alert(Alert::below("lo", Value::Int(2), "x", 2.0, 0.0)).unwrap();
+    // On every key: some land on shards that had no alert at first.
+    for key in 0..5 {
+        rt.add_alert(Alert::below(format!("lo{key}"), Value::Int(key), "x", 2.0, 0.0)).unwrap();
+    }
     assert!(rt.add_alert(Alert::below("y", Value::Int(2), "y", 2.0, 0.0)).is_err(), "an unwatched field");
     rt.push_batch(&evs[100..200]).unwrap();
     assert!(rt.remove_query("pair").unwrap());
     assert!(rt.remove_alert("hi").unwrap());
     assert!(!rt.remove_query("pair").unwrap());
     assert!(!rt.remove_alert("hi").unwrap());
-    assert!(rt.add_alert(Alert::below("lo", Value::Int(3), "x", 2.0, 0.0)).is_err(), "a taken id");
+    assert!(rt.add_alert(Alert::below("lo3", Value::Int(3), "x", 2.0, 0.0)).is_err(), "a taken id");
     rt.push_batch(&evs[200..]).unwrap();
     let summary = rt.finish().unwrap();
     let lines = got.lock().unwrap().clone();
@@ -127,7 +130,7 @@ fn come_and_go(threads: usize) -> Vec<String> {
     };
     let of = |prefix: &str| lines.iter().filter(|l| l.starts_with(prefix)).map(|l| end(l)).collect::<Vec<i64>>();
     let (pair, bb, hi, lo) =
-        (of(r#"{"query":"pair""#), of(r#"{"query":"bb""#), of(r#"{"level":"hi""#), of(r#"{"level":"lo""#));
+        (of(r#"{"query":"pair""#), of(r#"{"query":"bb""#), of(r#"{"level":"hi""#), of(r#"{"level":"lo"#));
     assert!(!pair.is_empty() && pair.iter().all(|&t| t < 200), "pair stops at its removal: {pair:?}");
     assert!(!bb.is_empty() && bb.iter().all(|&t| t >= 100), "bb sees nothing before it was added: {bb:?}");
     let starts = lines.iter().filter(|l| l.starts_with(r#"{"query":"bb""#)).map(|l| {
@@ -137,6 +140,9 @@ fn come_and_go(threads: usize) -> Vec<String> {
     assert!(starts.into_iter().all(|s| s >= 100), "bb binds no event from before it was added");
     assert!(!hi.is_empty() && hi.iter().all(|&t| t < 200), "{hi:?}");
     assert!(!lo.is_empty() && lo.iter().all(|&t| t >= 100), "{lo:?}");
+    let keys: std::collections::BTreeSet<&str> =
+        lines.iter().filter(|l| l.starts_with(r#"{"level":"lo"#)).map(|l| &l[10..13]).collect();
+    assert_eq!(keys.len(), 5, "every key's new alert fires: {keys:?}");
     assert_eq!(summary.matches.len(), 1, "the removed query's count left the summary");
     assert_eq!(summary.matches[0], bb.len() as u64);
     lines

@@ -1,14 +1,22 @@
 //! The sharded runtime gives the same matches (as a multiset of output
-//! lines) as one runner, for random queries of every strategy on random
-//! keyed streams, with 2 and 3 shards, with and without an allowed delay.
+//! lines) as one runner: for random queries of every strategy on random
+//! keyed streams, with 2 and 3 shards, with and without an allowed delay,
+//! sending batches at the end only and after every event; and for several
+//! queries keyed by different fields (and none) beside level alerts, over
+//! many full batches. Matches go out before the end on a slow stream (a
+//! quiet shard's deadlines too), and a shard's error reaches the caller.
 
 #[path = "../../cep-nfa/tests/support/mod.rs"]
 mod support;
 
-use cep_core::Schema;
+use std::time::{Duration, Instant};
+
+use cep_core::{Event, Schema, Sym, Value};
+use cep_index::{Alert, LevelIndex};
 use cep_nfa::compile::{Options, compile};
-use cep_runtime::shard::ShardedRunner;
+use cep_runtime::shard::{ShardedRunner, shard_of};
 use cep_runtime::{JsonLines, Runner};
+use cep_time::LatePolicy;
 use proptest::prelude::*;
 use support::{Case, arb_case};
 
@@ -25,26 +33,42 @@ fn lines(bytes: Vec<u8>) -> Vec<String> {
     v
 }
 
-fn check(case: &Case, shards: usize, delay: i64) -> Result<(), TestCaseError> {
-    let mut one = runner(case, &mut case.schema.clone(), delay);
+/// The output of one runner over `events`, sorted.
+fn one_thread(mut one: Runner, events: &[Event]) -> Vec<String> {
     let mut sink = JsonLines::new(Vec::new());
-    for e in &case.events {
+    for e in events {
         one.push(e, &mut sink).unwrap();
     }
     one.finish(&mut sink).unwrap();
-    let want = lines(sink.into_inner().unwrap());
+    lines(sink.into_inner().unwrap())
+}
 
+/// The output of the sharded runtime over `events`, sorted, and its match
+/// and fire counts.
+fn sharded(mut r: ShardedRunner, events: &[Event]) -> (Vec<String>, u64) {
+    let mut out = Vec::new();
+    for e in events {
+        r.push(e, &mut out).unwrap();
+    }
+    let summary = r.finish(&mut out).unwrap();
+    assert_eq!(summary.events, events.len() as u64 - summary.late);
+    (lines(out), summary.matches.iter().sum::<u64>() + summary.fires)
+}
+
+/// `flush_now`: every partial batch goes out at the next push (so each
+/// event travels in its own batch, with its own watermark).
+fn check(case: &Case, shards: usize, delay: i64, flush_now: bool) -> Result<(), TestCaseError> {
+    let want = one_thread(runner(case, &mut case.schema.clone(), delay), &case.events);
     let mut front = Runner::new(Vec::new());
     front.set_max_delay(delay);
     let runners = (0..shards).map(|_| runner(case, &mut case.schema.clone(), 0)).collect();
-    let mut sharded = ShardedRunner::new(front, runners);
-    let mut out = Vec::new();
-    for e in &case.events {
-        sharded.push(e, &mut out).unwrap();
+    let mut r = ShardedRunner::new(front, runners);
+    if flush_now {
+        r.set_flush_after(Duration::ZERO);
     }
-    let summary = sharded.finish(&mut out).unwrap();
-    prop_assert_eq!(summary.matches.iter().sum::<u64>(), want.len() as u64);
-    prop_assert_eq!(lines(out), want, "query: {}", case.query);
+    let (got, count) = sharded(r, &case.events);
+    prop_assert_eq!(count, want.len() as u64);
+    prop_assert_eq!(got, want, "query: {}", case.query);
     Ok(())
 }
 
@@ -54,8 +78,157 @@ proptest! {
     #[test]
     fn two_and_three_shards_equal_one(case in prop_oneof![
         arb_case("skip-till-any-match"), arb_case("skip-till-next-match"), arb_case("strict-contiguity")],
-        delay in prop_oneof![Just(0i64), 1i64..4]) {
-        check(&case, 2, delay)?;
-        check(&case, 3, delay)?;
+        delay in prop_oneof![Just(0i64), 1i64..4], flush_now: bool) {
+        check(&case, 2, delay, flush_now)?;
+        check(&case, 3, delay, flush_now)?;
     }
+}
+
+/// A deterministic stream of `n` events: types A and B, fields `k` (0..50),
+/// `g` (0..7), `x` (0..100) and `key` (0..20); 0–2 ms apart.
+fn stream(n: usize) -> (Vec<Event>, Schema) {
+    let mut schema = Schema::new();
+    for f in ["k", "g", "x", "key"] {
+        schema.field(f);
+    }
+    let mut state = 0x9E37_79B9_7F4A_7C15u64;
+    let mut draw = |m: u64| {
+        state ^= state << 13;
+        state ^= state >> 7;
+        state ^= state << 17;
+        (state % m) as i64
+    };
+    let (a, b) = (Sym::new("A"), Sym::new("B"));
+    let mut ts = 0;
+    let mut events = Vec::with_capacity(n);
+    for row in 0..n {
+        ts += draw(3);
+        let ty = if draw(2) == 0 { a } else { b };
+        let fields = vec![Value::Int(draw(50)), Value::Int(draw(7)), Value::Int(draw(100)), Value::Int(draw(20))];
+        schema.observe(ty, &fields);
+        events.push(Event::new(ty, ts, row as u64, fields));
+    }
+    (events, schema)
+}
+
+/// Queries keyed by `k`, by `g` and by nothing, and `above` alerts on `x`
+/// keyed by `key` (those whose key is on `shard` of `shards`, or all).
+fn runner_with_levels(schema: &Schema, shard: Option<(usize, usize)>) -> Runner {
+    let queries = "QUERY by_k PATTERN SEQ(A a, B b) WHERE [k] AND b.x > a.x WITHIN 40;
+        QUERY by_g PATTERN SEQ(A a, A b, NOT B n WITHIN 3) WHERE skip-till-next-match AND [g] AND b.x >= 90;
+        QUERY all PATTERN SEQ(A a, B b) WHERE strict-contiguity AND a.x >= 90 AND b.x >= 90;";
+    let mut schema = schema.clone();
+    let progs = compile(queries, &mut schema, &Options::default()).expect("the queries compile").programs;
+    let mut r = Runner::new(progs);
+    let mut index = LevelIndex::new();
+    for key in 0..20 {
+        if shard.is_none_or(|(i, n)| shard_of(&Value::Int(key), n) == i) {
+            index.add(Alert::above(format!("x{key}"), Value::Int(key), "x", 95.0, 10.0)).unwrap();
+        }
+    }
+    r.set_levels(index, &mut schema);
+    r
+}
+
+#[test]
+fn queries_on_different_keys_and_levels_over_full_batches_equal_one() {
+    let (events, schema) = stream(30_000);
+    let want = one_thread(runner_with_levels(&schema, None), &events);
+    let count = |prefix: &str| want.iter().filter(|l| l.starts_with(prefix)).count();
+    for prefix in ["{\"query\":\"by_k\"", "{\"query\":\"by_g\"", "{\"query\":\"all\"", "{\"level\""] {
+        assert!(count(prefix) > 20, "{prefix}: {} lines", count(prefix));
+    }
+    for n in [2, 3] {
+        let shards = (0..n).map(|i| runner_with_levels(&schema, Some((i, n)))).collect();
+        let (got, total) = sharded(ShardedRunner::new(Runner::new(Vec::new()), shards), &events);
+        assert_eq!(total, want.len() as u64, "{n} shards");
+        assert!(got == want, "{n} shards: outputs differ");
+    }
+}
+
+/// One query on `k`, two shards.
+fn pair_runtime() -> ShardedRunner {
+    let mut schema = Schema::new();
+    schema.field("k");
+    let q = "PATTERN SEQ(A a, B b) WHERE [k]";
+    let runner = |schema: &mut Schema| Runner::new(compile(q, schema, &Options::default()).unwrap().programs);
+    let shards = (0..2).map(|_| runner(&mut schema.clone())).collect();
+    ShardedRunner::new(Runner::new(Vec::new()), shards)
+}
+
+#[test]
+fn a_match_goes_out_before_the_batch_fills_on_a_slow_stream() {
+    let mut r = pair_runtime();
+    let mut out = Vec::new();
+    let ev = |ty: &str, ts: i64| Event::new(Sym::new(ty), ts, ts as u64, vec![Value::Int(1)]);
+    r.push(&ev("A", 0), &mut out).unwrap();
+    r.push(&ev("B", 1), &mut out).unwrap();
+    // Events that match nothing, 2 ms apart: far fewer than a batch.
+    let start = Instant::now();
+    let mut ts = 2;
+    while out.is_empty() && start.elapsed() < Duration::from_secs(10) {
+        std::thread::sleep(Duration::from_millis(2));
+        r.push(&ev("C", ts), &mut out).unwrap();
+        ts += 1;
+    }
+    let line = String::from_utf8(out.clone()).unwrap();
+    assert!(line.starts_with("{\"query\":\"q1\",\"key\":1,\"start\":0,\"end\":1,"), "{line:?} after {ts} events");
+    assert!(ts < 1000, "{ts} events before the match went out");
+    r.finish(&mut out).unwrap();
+    assert_eq!(String::from_utf8(out).unwrap().lines().count(), 1);
+}
+
+#[test]
+fn a_quiet_shard_fires_its_deadlines_from_the_watermark_in_band() {
+    let mut schema = Schema::new();
+    schema.field("k");
+    let q = "PATTERN SEQ(A a, NOT B n WITHIN 5) WHERE [k]";
+    let runner = |schema: &mut Schema| Runner::new(compile(q, schema, &Options::default()).unwrap().programs);
+    let mut r = ShardedRunner::new(Runner::new(Vec::new()), (0..2).map(|_| runner(&mut schema.clone())).collect());
+    // Key 0's shard gets its A, then nothing: only events of the other shard follow.
+    let quiet = shard_of(&Value::Int(0), 2);
+    let other = (1..).find(|&k| shard_of(&Value::Int(k), 2) != quiet).unwrap();
+    let mut out = Vec::new();
+    r.push(&Event::new(Sym::new("A"), 0, 0, vec![Value::Int(0)]), &mut out).unwrap();
+    let start = Instant::now();
+    let mut ts = 1;
+    while out.is_empty() && start.elapsed() < Duration::from_secs(10) {
+        std::thread::sleep(Duration::from_millis(2));
+        r.push(&Event::new(Sym::new("C"), ts, ts as u64, vec![Value::Int(other)]), &mut out).unwrap();
+        ts += 1;
+    }
+    let line = String::from_utf8(out.clone()).unwrap();
+    assert!(line.starts_with("{\"query\":\"q1\",\"key\":0,\"start\":0,\"end\":5,"), "{line:?} after {ts} events");
+    r.finish(&mut out).unwrap();
+    assert_eq!(String::from_utf8(out).unwrap().lines().count(), 1);
+}
+
+#[test]
+fn a_failing_shard_reports_its_error_without_hanging() {
+    let mut schema = Schema::new();
+    schema.field("k");
+    let q = "PATTERN SEQ(A a, B b) WHERE [k]";
+    // Shards that have seen ts 1,000,000 and fail on late events: the
+    // stream below is late for them (not for the front).
+    let failing = || {
+        let mut r = Runner::new(compile(q, &mut schema.clone(), &Options::default()).unwrap().programs);
+        r.set_late_policy(LatePolicy::Fail).unwrap();
+        let mut sink = JsonLines::new(Vec::new());
+        r.push(&Event::new(Sym::new("C"), 1_000_000, 0, vec![Value::Int(0)]), &mut sink).unwrap();
+        r
+    };
+    let mut r = ShardedRunner::new(Runner::new(Vec::new()), vec![failing(), failing()]);
+    let mut out = Vec::new();
+    let mut error = None;
+    for ts in 0..100_000 {
+        let e = Event::new(Sym::new("A"), ts, ts as u64, vec![Value::Int(ts % 10)]);
+        if let Err(e) = r.push(&e, &mut out) {
+            error = Some(e.to_string());
+            break;
+        }
+    }
+    let error = error.expect("a push reports the shard's error once it has stopped");
+    assert!(error.starts_with("shard ") && error.contains("is behind the watermark 1000000"), "{error}");
+    let end = r.finish(&mut out).unwrap_err().to_string();
+    assert!(end.contains("late event"), "{end}");
 }

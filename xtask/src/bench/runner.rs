@@ -157,6 +157,7 @@ mod tests {
                 allocations: 0,
                 partials: None,
                 setup: None,
+                latency: None,
             })
         })
     }

@@ -4,7 +4,7 @@
 use cep_bench::suite::{Baseline, Workload};
 use serde::Serialize;
 
-use super::runner::Outcome;
+use super::runner::{Outcome, median};
 
 /// One row of the table (and of `results.json`).
 #[derive(Debug, Serialize)]
@@ -43,6 +43,58 @@ pub struct Row {
     pub setup_seconds: Option<f64>,
     /// Heap bytes per registered query afterwards.
     pub setup_bytes_per_item: Option<f64>,
+    /// Paced workloads: event-to-match latency over the timed passes.
+    pub latency: Option<LatencyRow>,
+}
+
+/// A paced row's latency: medians over the timed passes, with the p99's
+/// min–max.
+#[derive(Clone, Copy, Debug, Serialize)]
+pub struct LatencyRow {
+    pub rate: f64,
+    pub matches: u64,
+    pub p50_us: f64,
+    pub p99_us: f64,
+    pub p99_min_us: f64,
+    pub p99_max_us: f64,
+    pub max_us: f64,
+}
+
+impl LatencyRow {
+    /// From the timed passes (`None` if they measured no latency).
+    fn of(passes: &[cep_bench::suite::Pass]) -> Option<LatencyRow> {
+        let l: Vec<_> = passes.iter().filter_map(|p| p.latency).collect();
+        let first = l.first()?;
+        let us = |f: fn(&cep_bench::suite::Latency) -> f64| -> Vec<f64> { l.iter().map(|x| f(x) * 1e6).collect() };
+        let p99 = us(|x| x.p99);
+        Some(LatencyRow {
+            rate: first.rate,
+            matches: first.matches,
+            p50_us: median(&us(|x| x.p50)),
+            p99_us: median(&p99),
+            p99_min_us: p99.iter().copied().fold(f64::INFINITY, f64::min),
+            p99_max_us: p99.iter().copied().fold(0.0, f64::max),
+            max_us: median(&us(|x| x.max)),
+        })
+    }
+}
+
+/// `- W5-latency 2 threads at 1,000,000 events/s: p50 512 µs, p99 1,040 µs (980–1,100), max 1,200 µs; 150 matches`.
+pub fn latency_line(r: &Row) -> Option<String> {
+    let l = r.latency?;
+    let us = |x: f64| if x >= 100.0 { thousands(x.round() as u64) } else { format!("{x:.1}") };
+    Some(format!(
+        "- {} {} at {} events/s: event-to-match latency p50 {} µs, p99 {} µs ({}–{}), max {} µs (medians of the runs); {} matches",
+        r.workload,
+        r.engine,
+        thousands(l.rate as u64),
+        us(l.p50_us),
+        us(l.p99_us),
+        us(l.p99_min_us),
+        us(l.p99_max_us),
+        us(l.max_us),
+        thousands(l.matches)
+    ))
 }
 
 /// The rows of all workloads.
@@ -81,6 +133,7 @@ pub fn rows(workloads: &[Workload], results: &[Outcome]) -> Vec<Row> {
                 setup_items: m.warm.setup.map(|s| s.items),
                 setup_seconds: m.warm.setup.map(|s| s.seconds),
                 setup_bytes_per_item: m.warm.setup.filter(|s| s.bytes > 0).map(|s| s.bytes as f64 / s.items as f64),
+                latency: LatencyRow::of(&m.passes),
             });
         }
     }
