@@ -4,8 +4,8 @@
 //! from the push of the tick that completes it to its line reaching the
 //! writer (see `cep_bench::suite::paced_run`). Rates: those given, or 1 M
 //! events/s and half the one-thread throughput (W5's, measured first); the
-//! sharded runtime with its default partial-batch wait (1 ms) and shorter
-//! ones.
+//! sharded runtime with its default partial-batch wait (250 µs), a longer
+//! and a shorter one.
 //!
 //! `cargo run --release -p cep-bench --example w5_latency [TICKS] [RUNS] [RATE...]`
 
@@ -35,8 +35,8 @@ fn main() {
 
     let variants: [(&str, usize, Option<Duration>); 4] = [
         ("1 thread", 1, None),
-        ("2 threads, flush after 1 ms (default)", 2, None),
-        ("2 threads, flush after 250 µs", 2, Some(Duration::from_micros(250))),
+        ("2 threads, flush after 1 ms", 2, Some(Duration::from_millis(1))),
+        ("2 threads, flush after 250 µs (default)", 2, None),
         ("2 threads, flush after 100 µs", 2, Some(Duration::from_micros(100))),
     ];
     for rate in rates {

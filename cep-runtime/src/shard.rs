@@ -24,7 +24,7 @@
 //! shards fire their deadlines too) when they hold 4,096 events, when the
 //! caller moves the watermark, at the end, and, so that a slow stream's
 //! matches are not held back until a batch fills, when the oldest unsent
-//! event has waited [`ShardedRunner::set_flush_after`] (1 ms by default) of
+//! event has waited [`ShardedRunner::set_flush_after`] (250 µs by default) of
 //! wall time and the shards have taken every batch sent before (when they
 //! have not, the system is busy and batches fill instead). The reader looks at the clock and at the shards' output every
 //! few pushes: every 64 on a fast stream, every push on a slow one. (A
@@ -110,7 +110,7 @@ const IN_FLIGHT: usize = 16;
 /// The most pushes between two looks at the clock and at the output.
 const MAX_CHECK_EVERY: u32 = 64;
 /// How long a partial batch may wait by default.
-const FLUSH_AFTER: Duration = Duration::from_millis(1);
+const FLUSH_AFTER: Duration = Duration::from_micros(250);
 
 /// One event of a batch, without its fields. `ts` and `row` are kept apart
 /// (in this order, `repr(C)`) so that copying them from an event just
@@ -277,7 +277,7 @@ impl ShardedRunner {
     }
 
     /// How long a partial batch may wait, in wall-clock time, before it is
-    /// sent to the shards (default 1 ms; checked every few pushes, and only
+    /// sent to the shards (default 250 µs; checked every few pushes, and only
     /// once the shards have taken every batch before): about the delay that
     /// batching adds to a match on a slow stream. Shorter sends more, smaller
     /// batches when events are slow; at a high rate batches fill first.
