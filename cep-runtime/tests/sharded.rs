@@ -232,3 +232,19 @@ fn a_failing_shard_reports_its_error_without_hanging() {
     let end = r.finish(&mut out).unwrap_err().to_string();
     assert!(end.contains("late event"), "{end}");
 }
+
+#[test]
+fn a_shard_that_panics_is_an_error_not_a_silent_loss() {
+    let mut r = pair_runtime();
+    let mut out = Vec::new();
+    r.push(&Event::new(Sym::new("A"), 0, 0, vec![Value::Int(1)]), &mut out).unwrap();
+    // A change that panics on shard 1 (as a bug in an engine would).
+    r.control(1, Box::new(|_: &mut Runner| panic!("injected panic"))).unwrap();
+    for ts in 1..100 {
+        if r.push(&Event::new(Sym::new("B"), ts, ts as u64, vec![Value::Int(ts)]), &mut out).is_err() {
+            break; // the reader may notice at the next send
+        }
+    }
+    let end = r.finish(&mut out).expect_err("finish reports the panicked shard");
+    assert!(end.to_string().contains("panicked") || end.to_string().contains("stopped"), "{end}");
+}
