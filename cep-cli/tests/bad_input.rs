@@ -402,3 +402,36 @@ fn stats_and_the_partial_match_cap() {
     assert_eq!(shards.iter().map(|l| count(l, " events")).sum::<u64>(), 6);
     assert_eq!(shards.iter().map(|l| count(l, " matches")).sum::<u64>(), 4);
 }
+
+/// Past the read-ahead prefix the file is parsed on its own thread: a bad
+/// row there still fails with its place, after the matches before it, and
+/// skipping counts it; a late event under `--late fail` reports its row.
+#[test]
+fn bad_and_late_rows_past_the_read_ahead() {
+    let d = Scratch::new("past-prefix");
+    let q = d.write("q.cep", AB);
+    let mut csv = String::from("ts,type\n");
+    for i in 0..10_000 {
+        csv.push_str(&format!("{i},{}\n", if i % 2 == 0 { "A" } else { "B" }));
+    }
+    let good = csv.clone();
+    csv.push_str("10000,A,extra\n");
+    csv.push_str("10001,B\n");
+    let e = d.write("e.csv", &csv);
+    let o = run(&q, &e, &[]);
+    assert_input_error(&o, &e, 10_002, &["expected 2 cells, found 3"]);
+    assert_eq!(o.stdout.lines().count(), 5_000, "the matches before the bad row are kept");
+    assert!(summary(&o).starts_with("summary: 10001 rows read"), "{}", summary(&o));
+
+    let o = run(&q, &e, &["--on-bad-row", "skip"]);
+    assert_eq!(o.code, Some(0), "{o:#?}");
+    assert_eq!(o.stdout.lines().count(), 5_000);
+    assert!(summary(&o).starts_with("summary: 10002 rows read, 1 skipped"), "{}", summary(&o));
+
+    let late = format!("{good}5,A\n9999,B\n");
+    let e = d.write("late.csv", late);
+    let o = run(&q, &e, &["--late", "fail"]);
+    assert_eq!(o.code, Some(2), "{o:#?}");
+    assert!(o.stderr.contains(&format!("error: {e}:10002: row 10000: late event")), "{o:#?}");
+    assert!(summary(&o).starts_with("summary: 10001 rows read"), "{}", summary(&o));
+}
