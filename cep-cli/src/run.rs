@@ -181,6 +181,12 @@ pub fn run(args: RunArgs) -> Result<(), Failure> {
     let fingerprint = fingerprint(&args, delay, unit, &field_names)?;
     let resumed = match (&args.checkpoint, args.resume) {
         (Some(dir), true) => resume_from(dir, fingerprint)?,
+        (Some(dir), false) => {
+            // A fresh run: an earlier run's checkpoints must not be resumed.
+            checkpoint::clear(dir)
+                .map_err(|e| Failure::other(format!("cannot clear the checkpoints in {}: {e}", dir.display())))?;
+            None
+        }
         _ => None,
     };
     let (position, output_bytes) = resumed.as_ref().map_or((0, 0), |c| (c.position, c.output_bytes));

@@ -247,6 +247,22 @@ fn resume_refuses_a_checkpoint_of_other_options() {
 }
 
 #[test]
+fn a_fresh_run_clears_the_checkpoints_of_an_earlier_one() {
+    let dir = scratch("fresh");
+    let base = inputs(&dir, 30_000);
+    let ckpt = dir.join("ckpt");
+    let args = [&base[..], &["--out", p(&dir.join("o.jsonl")), "--checkpoint", p(&ckpt)].map(String::from)].concat();
+    run_to_end(&[&args[..], &["--checkpoint-every".into(), "5000".into()]].concat());
+    assert_eq!(std::fs::read_dir(&ckpt).unwrap().count(), 2);
+    // Afresh, with no checkpoint due before the end: none is left to resume.
+    std::fs::write(ckpt.join("notes.txt"), "not ours").unwrap();
+    run_to_end(&[&args[..], &["--checkpoint-every".into(), "1000000".into()]].concat());
+    let left: Vec<_> = std::fs::read_dir(&ckpt).unwrap().map(|e| e.unwrap().file_name()).collect();
+    assert_eq!(left, ["notes.txt"]);
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+#[test]
 fn resume_without_a_checkpoint_starts_from_the_beginning() {
     let dir = scratch("none");
     let base = inputs(&dir, 30_000);

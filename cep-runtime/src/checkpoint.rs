@@ -168,6 +168,18 @@ pub fn save(dir: &Path, c: &Checkpoint) -> io::Result<PathBuf> {
     Ok(path)
 }
 
+/// Deletes the checkpoints in `dir` (a run that starts afresh must not be
+/// resumed from an earlier run's state). Other files are left alone.
+pub fn clear(dir: &Path) -> io::Result<()> {
+    if !dir.exists() {
+        return Ok(());
+    }
+    for (_, path) in list(dir)? {
+        fs::remove_file(path)?;
+    }
+    Ok(())
+}
+
 /// The newest checkpoint in `dir` that reads back whole (`None` if there
 /// is none), and one warning per newer file that does not.
 pub fn load_newest(dir: &Path) -> io::Result<(Option<Checkpoint>, Vec<String>)> {
