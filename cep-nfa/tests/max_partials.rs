@@ -2,7 +2,8 @@
 //! matches than the cap (run engine: runs; stack engine: entries per stack,
 //! plus the one event being pushed), and — where emitting one match cannot
 //! discard others (no `AFTER MATCH SKIP`, `SELECT ALL`) — the capped matches
-//! are a subset of the uncapped ones; a cap no key reaches changes nothing.
+//! are a subset of the uncapped ones; when nothing was dropped, the matches
+//! are exactly the uncapped ones.
 
 mod support;
 
@@ -13,6 +14,7 @@ use cep_nfa::stack::Construction;
 use proptest::prelude::*;
 use support::{Case, arb_case};
 
+/// The matches (sorted) and the partial matches dropped.
 fn run(case: &Case, choice: EngineChoice, cap: Option<usize>) -> (Vec<Vec<u64>>, u64) {
     let prog = compile(&case.query, &mut case.schema.clone(), &Options::default()).unwrap().programs.remove(0);
     let Ok(mut engine) = QueryEngine::<Event>::new(prog, choice, Construction::Direct) else {
@@ -61,10 +63,6 @@ fn check(case: &Case, choice: EngineChoice, cap: usize) -> Result<(), TestCaseEr
             rest.swap_remove(i.unwrap());
         }
     }
-    // A cap no key reaches drops nothing.
-    let (big, dropped) = run(case, choice, Some(1000));
-    prop_assert_eq!(dropped, 0);
-    prop_assert_eq!(big, all);
     Ok(())
 }
 
