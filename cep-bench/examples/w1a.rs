@@ -49,11 +49,5 @@ fn main() {
             live.nodes
         );
     }
-    rates.sort_by(f64::total_cmp);
-    println!(
-        "median {:.2} M events/s (min {:.2}, max {:.2}) over {runs} runs",
-        rates[runs / 2] / 1e6,
-        rates[0] / 1e6,
-        rates[runs - 1] / 1e6
-    );
+    println!("{}", cep_bench::median_line(&mut rates));
 }

@@ -45,11 +45,5 @@ fn main() {
         rates.push(n as f64 / secs);
         println!("{:.2} M events/s, {matches} matches ({:?} engine)", n as f64 / secs / 1e6, engine.kind());
     }
-    rates.sort_by(f64::total_cmp);
-    println!(
-        "median {:.2} M events/s (min {:.2}, max {:.2}) over {runs} runs",
-        rates[runs / 2] / 1e6,
-        rates[0] / 1e6,
-        rates[runs - 1] / 1e6
-    );
+    println!("{}", cep_bench::median_line(&mut rates));
 }

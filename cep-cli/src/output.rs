@@ -16,6 +16,8 @@ use std::fs::File;
 use std::io::{self, Read, Seek, SeekFrom, Write};
 use std::path::Path;
 
+use cep_runtime::runtime::LineSplitter;
+
 /// The output stream of a run (see the [module](self) docs).
 #[derive(Debug)]
 pub struct Output {
@@ -25,7 +27,7 @@ pub struct Output {
     /// Lines to drop once each (the crashed run wrote them).
     seen: HashMap<Vec<u8>, u32>,
     /// A line begun but not complete, while lines are being dropped.
-    carry: Vec<u8>,
+    lines: LineSplitter,
 }
 
 #[derive(Debug)]
@@ -37,12 +39,22 @@ enum Target {
 impl Output {
     /// Standard output.
     pub fn stdout() -> Output {
-        Output { target: Target::Stdout(io::stdout()), written: 0, seen: HashMap::new(), carry: Vec::new() }
+        Output {
+            target: Target::Stdout(io::stdout()),
+            written: 0,
+            seen: HashMap::new(),
+            lines: LineSplitter::default(),
+        }
     }
 
     /// A new (truncated) file.
     pub fn create(path: &Path) -> io::Result<Output> {
-        Ok(Output { target: Target::File(File::create(path)?), written: 0, seen: HashMap::new(), carry: Vec::new() })
+        Ok(Output {
+            target: Target::File(File::create(path)?),
+            written: 0,
+            seen: HashMap::new(),
+            lines: LineSplitter::default(),
+        })
     }
 
     /// A file a crashed run wrote, continued from a checkpoint that covered
@@ -78,7 +90,7 @@ impl Output {
         }
         file.set_len(whole as u64)?;
         file.seek(SeekFrom::End(0))?;
-        Ok(Output { target: Target::File(file), written: whole as u64, seen, carry: Vec::new() })
+        Ok(Output { target: Target::File(file), written: whole as u64, seen, lines: LineSplitter::default() })
     }
 
     /// Bytes in the output so far.
@@ -96,39 +108,39 @@ impl Output {
     }
 
     fn put(&mut self, bytes: &[u8]) -> io::Result<()> {
-        match &mut self.target {
-            Target::Stdout(s) => s.write_all(bytes)?,
-            Target::File(f) => f.write_all(bytes)?,
-        }
-        self.written += bytes.len() as u64;
-        Ok(())
+        put(&mut self.target, &mut self.written, bytes)
     }
+}
+
+/// Writes `bytes` to `target`, counting them in `written`.
+fn put(target: &mut Target, written: &mut u64, bytes: &[u8]) -> io::Result<()> {
+    match target {
+        Target::Stdout(s) => s.write_all(bytes)?,
+        Target::File(f) => f.write_all(bytes)?,
+    }
+    *written += bytes.len() as u64;
+    Ok(())
 }
 
 impl Write for Output {
     fn write(&mut self, buf: &[u8]) -> io::Result<usize> {
-        if self.seen.is_empty() && self.carry.is_empty() {
+        if self.seen.is_empty() && self.lines.is_empty() {
             self.put(buf)?;
             return Ok(buf.len());
         }
-        self.carry.extend_from_slice(buf);
-        let mut done = 0;
-        while let Some(end) = self.carry[done..].iter().position(|&b| b == b'\n') {
-            let line = self.carry[done..done + end + 1].to_vec();
-            done += end + 1;
-            match self.seen.get_mut(&line) {
-                Some(n) => {
-                    *n -= 1;
-                    if *n == 0 {
-                        self.seen.remove(&line);
-                    }
+        let Output { target, written, seen, lines } = self;
+        lines.split(buf, |line| match seen.get_mut(line) {
+            Some(n) => {
+                *n -= 1;
+                if *n == 0 {
+                    seen.remove(line);
                 }
-                None => self.put(&line)?,
+                Ok(())
             }
-        }
-        self.carry.drain(..done);
-        if self.seen.is_empty() && !self.carry.is_empty() {
-            let rest = std::mem::take(&mut self.carry);
+            None => put(target, written, line),
+        })?;
+        if self.seen.is_empty() && !self.lines.is_empty() {
+            let rest = self.lines.take_partial();
             self.put(&rest)?;
         }
         Ok(buf.len())

@@ -187,8 +187,8 @@ pub struct Runner {
     /// Hand released events to the sink instead of feeding engines (the
     /// front of a sharded runtime).
     forward: bool,
-    /// Peaks of the live state (the other fields unused).
-    peaks: RunnerStats,
+    /// The live state's peaks, sampled.
+    peaks: Peaks,
     /// How queries added later run.
     choice: EngineChoice,
     construction: Construction,
@@ -197,6 +197,15 @@ pub struct Runner {
 
 /// Events between samples of the live state's peaks.
 const STATS_SAMPLE: u64 = 1 << 16;
+
+/// What [`Runner::stats`] cannot read off the engines now: the most live
+/// state sampled, and the live partial matches when the input ended.
+#[derive(Clone, Copy, Debug, Default)]
+struct Peaks {
+    partials: usize,
+    nodes: usize,
+    partials_at_end: usize,
+}
 
 /// What a [`Runner`] holds and has done (see [`Runner::stats`]).
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
@@ -294,7 +303,7 @@ impl Runner {
             spare: Vec::new(),
             levels: None,
             forward: false,
-            peaks: RunnerStats::default(),
+            peaks: Peaks::default(),
             choice,
             construction,
             max_partials: None,
@@ -501,7 +510,8 @@ impl Runner {
             fires: self.summary.fires,
             held: self.reorder.as_ref().map_or(0, ReorderBuffer::len),
             peak_held: self.reorder.as_ref().map_or(0, ReorderBuffer::peak_len),
-            ..self.peaks
+            partials_at_end: self.peaks.partials_at_end,
+            ..RunnerStats::default()
         };
         for e in &self.engines {
             let st = e.stats();
@@ -510,17 +520,18 @@ impl Runner {
             s.partitions = s.partitions.max(st.partitions);
             s.dropped += st.dropped;
         }
-        s.peak_partials = s.peak_partials.max(s.partials);
-        s.peak_nodes = s.peak_nodes.max(s.nodes);
+        s.peak_partials = self.peaks.partials.max(s.partials);
+        s.peak_nodes = self.peaks.nodes.max(s.nodes);
         s
     }
 
-    /// Records the live state's peaks.
+    /// Records the live state's peaks; returns the live partial matches.
     #[cold]
-    fn sample(&mut self) {
+    fn sample(&mut self) -> usize {
         let s = self.stats();
-        self.peaks.peak_partials = s.peak_partials;
-        self.peaks.peak_nodes = s.peak_nodes;
+        self.peaks.partials = s.peak_partials;
+        self.peaks.nodes = s.peak_nodes;
+        s.partials
     }
 
     /// Makes this runner a front end: it keeps its watermark, delay and
@@ -620,7 +631,7 @@ impl Runner {
     fn feed(&mut self, e: &Event, mask: u64, sink: &mut impl Sink) -> Result<(), PushError> {
         self.summary.events += 1;
         if self.summary.events % STATS_SAMPLE == 0 {
-            self.sample();
+            let _ = self.sample();
         }
         if self.forward {
             return Ok(sink.on_released(e)?);
@@ -701,8 +712,7 @@ impl Runner {
             reorder.flush(&mut |_, ev| ready.push(ev));
             self.feed_all(&mut ready, sink).map_err(io)?;
         }
-        self.sample();
-        self.peaks.partials_at_end = self.stats().partials;
+        self.peaks.partials_at_end = self.sample();
         for (i, engine) in self.engines.iter_mut().enumerate() {
             engine.finish();
             emit(i, engine, &self.infos, &mut self.summary, sink).map_err(io)?;

@@ -44,11 +44,60 @@ impl std::fmt::Debug for Output {
     }
 }
 
+/// Cuts a byte stream written in arbitrary pieces into whole lines: what a
+/// writer that acts per line needs (a line callback, a channel, dropping
+/// lines already written after a resume).
+///
+/// # Examples
+/// ```
+/// use cep_runtime::runtime::LineSplitter;
+/// let mut lines = LineSplitter::default();
+/// let mut got = Vec::new();
+/// for piece in ["{\"a\":1}\n{\"b", "\":2}\n{\"c"] {
+///     lines.split(piece.as_bytes(), |l| Ok(got.push(String::from_utf8(l.to_vec()).unwrap()))).unwrap();
+/// }
+/// assert_eq!(got, ["{\"a\":1}\n", "{\"b\":2}\n"]);
+/// assert_eq!(lines.take_partial(), b"{\"c");
+/// ```
+#[derive(Debug, Default)]
+pub struct LineSplitter {
+    partial: Vec<u8>,
+}
+
+impl LineSplitter {
+    /// Appends `buf` and hands every line it completes, newline included,
+    /// to `each`, in order; a line not complete yet waits for more.
+    pub fn split(&mut self, buf: &[u8], mut each: impl FnMut(&[u8]) -> io::Result<()>) -> io::Result<()> {
+        self.partial.extend_from_slice(buf);
+        let mut done = 0;
+        let result = loop {
+            let Some(end) = self.partial[done..].iter().position(|&b| b == b'\n') else { break Ok(()) };
+            let line = &self.partial[done..done + end + 1];
+            done += end + 1;
+            if let Err(e) = each(line) {
+                break Err(e);
+            }
+        };
+        self.partial.drain(..done);
+        result
+    }
+
+    /// Whether no incomplete line is waiting.
+    pub fn is_empty(&self) -> bool {
+        self.partial.is_empty()
+    }
+
+    /// Takes the incomplete line waiting, if any.
+    pub fn take_partial(&mut self) -> Vec<u8> {
+        std::mem::take(&mut self.partial)
+    }
+}
+
 /// Turns written bytes into lines for [`Output::Lines`] and
 /// [`Output::Channel`].
 struct LineOut {
     output: Output,
-    partial: Vec<u8>,
+    lines: LineSplitter,
 }
 
 impl Write for LineOut {
@@ -63,14 +112,10 @@ impl Write for LineOut {
                 &mut |line| tx.send(line.to_owned()).map_err(|_| io::Error::other("the output channel is closed"))
             }
         };
-        self.partial.extend_from_slice(buf);
-        let mut done = 0;
-        while let Some(end) = self.partial[done..].iter().position(|&b| b == b'\n') {
-            let line = std::str::from_utf8(&self.partial[done..done + end]).map_err(io::Error::other)?;
-            deliver(line)?;
-            done += end + 1;
-        }
-        self.partial.drain(..done);
+        self.lines.split(buf, |line| {
+            let text = std::str::from_utf8(&line[..line.len() - 1]).map_err(io::Error::other)?;
+            deliver(text)
+        })?;
         Ok(buf.len())
     }
 
@@ -194,7 +239,7 @@ impl RuntimeBuilder {
             idx.add_all(alerts).map_err(|e| e.to_string())?;
             Ok(idx)
         };
-        let out = LineOut { output, partial: Vec::new() };
+        let out = LineOut { output, lines: LineSplitter::default() };
         let alert_keys = self.alerts.iter().map(|a| (a.id.clone(), a.key)).collect();
         let mut watched: Vec<String> = self.alerts.iter().map(|a| a.field.clone()).collect();
         watched.sort();

@@ -85,6 +85,12 @@ pub fn shard_of(key: &Value, shards: usize) -> usize {
         Value::Str(s) => str_hash(*s),
         _ => STABLE.hash_one(key),
     };
+    reduce(h, shards)
+}
+
+/// A key's hash to a shard among `shards`.
+#[inline]
+fn reduce(h: u64, shards: usize) -> usize {
     let n = shards.max(1) as u64;
     // The same remainder, without a division for 2, 4, 8… shards.
     (if n.is_power_of_two() { h & (n - 1) } else { h % n }) as usize
@@ -588,6 +594,10 @@ struct Routes {
     always: u64,
     /// Per key field: the queries (and maybe [`LEVELS_BIT`]) keyed by it.
     by_field: Vec<(FieldId, u64)>,
+    /// The stable hashes of string keys by symbol number (0: not yet
+    /// computed), so that routing a string key takes the interner's lock
+    /// once per distinct string, not once per event.
+    str_hashes: Vec<u64>,
 }
 
 impl Routes {
@@ -595,7 +605,7 @@ impl Routes {
     /// query) and the level alerts by `level_key`, so that each field is
     /// hashed once per event.
     fn new(keys: &[Option<FieldId>], level_key: Option<FieldId>) -> Routes {
-        let mut routes = Routes { always: 0, by_field: Vec::new() };
+        let mut routes = Routes { always: 0, by_field: Vec::new(), str_hashes: Vec::new() };
         let bits = keys.iter().enumerate().map(|(q, k)| (*k, 1u64 << q));
         for (key, bit) in bits.chain(level_key.map(|f| (Some(f), LEVELS_BIT))) {
             match key {
@@ -612,11 +622,11 @@ impl Routes {
     /// When every query (and the level alerts) is keyed by one field — the
     /// common case — the one shard `e` goes to among `shards`, and its mask.
     #[inline]
-    fn one_shard(&self, e: &Event, shards: usize) -> Option<(usize, u64)> {
+    fn one_shard(&mut self, e: &Event, shards: usize) -> Option<(usize, u64)> {
         match self.by_field[..] {
             [(f, bits)] if self.always == 0 => {
                 let key = e.fields.get(f as usize).unwrap_or(&Value::Null);
-                Some((shard_of(key, shards), bits))
+                Some((shard_cached(&mut self.str_hashes, key, shards), bits))
             }
             _ => None,
         }
@@ -624,14 +634,28 @@ impl Routes {
 
     /// Fills `masks` (one per shard) with the queries `e` is for there.
     #[inline]
-    fn masks(&self, e: &Event, masks: &mut [u64]) {
+    fn masks(&mut self, e: &Event, masks: &mut [u64]) {
         masks.fill(0);
         masks[0] = self.always;
         for &(f, bits) in &self.by_field {
             let key = e.fields.get(f as usize).unwrap_or(&Value::Null);
-            masks[shard_of(key, masks.len())] |= bits;
+            masks[shard_cached(&mut self.str_hashes, key, masks.len())] |= bits;
         }
     }
+}
+
+/// [`shard_of`], with string hashes kept in `cache` by symbol number.
+#[inline]
+fn shard_cached(cache: &mut Vec<u64>, key: &Value, shards: usize) -> usize {
+    let Value::Str(s) = key else { return shard_of(key, shards) };
+    let i = s.index() as usize;
+    if cache.len() <= i {
+        cache.resize(i + 1, 0);
+    }
+    if cache[i] == 0 {
+        cache[i] = str_hash(*s);
+    }
+    reduce(cache[i], shards)
 }
 
 /// The reader's side of the batches: the front's sink, which routes each
@@ -684,7 +708,9 @@ impl Batcher {
     /// Routes by the queries as they are now (after one was added or
     /// removed; the batches sent before carry the masks of before).
     fn reroute(&mut self) {
+        let hashes = std::mem::take(&mut self.routes.str_hashes);
         self.routes = Routes::new(&self.keys, self.level_key);
+        self.routes.str_hashes = hashes;
     }
 
     /// Sends every shard its batch (maybe empty) and the watermark `wm`,
@@ -823,5 +849,24 @@ impl Shard {
             self.runner.advance_watermark(batch.wm, sink)?;
         }
         Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn cached_string_routes_agree_with_shard_of() {
+        let mut cache = Vec::new();
+        for i in 0..200 {
+            let key = if i % 3 == 0 { Value::Int(i) } else { Value::Str(Sym::new(&format!("key{i}"))) };
+            for shards in [1, 2, 3, 4, 7] {
+                // Twice: computed, then from the cache.
+                assert_eq!(shard_cached(&mut cache, &key, shards), shard_of(&key, shards), "{key:?}");
+                assert_eq!(shard_cached(&mut cache, &key, shards), shard_of(&key, shards), "{key:?}");
+            }
+        }
+        assert!(cache.iter().filter(|&&h| h != 0).count() >= 133);
     }
 }
