@@ -8,7 +8,8 @@
 //! many random ones, untimed, to get back to `n`); *cancel* times cancelling a
 //! chunk of random live timers (then re-arms, untimed); *expire* advances the
 //! watermark so that about a chunk of timers fire, timed per fired timer, then
-//! re-arms as many beyond the horizon, untimed.
+//! re-arms as many beyond the horizon, untimed. Values are `u32`s, as in the
+//! engine.
 //!
 //! `cargo bench -p cep-time --bench timers` (add `-- --quick` for a short run).
 
@@ -21,6 +22,9 @@ use cep_time::wheel::{TimerId, TimerWheel};
 use criterion::{BenchmarkId, Criterion, Throughput, criterion_group, criterion_main};
 use slab::Slab;
 
+/// A timer's value: a `u32`, as in the engine (the id of a partial match).
+type Payload = u32;
+
 /// The deadline spread (event-time units, e.g. ms: about 17 minutes).
 const SPAN: i64 = 1 << 20;
 /// Operations per timed chunk.
@@ -32,24 +36,27 @@ trait Timers {
     type Id: Copy;
     const NAME: &'static str;
     fn new() -> Self;
-    fn arm(&mut self, deadline: i64, value: u64) -> Self::Id;
+    fn arm(&mut self, deadline: i64, value: Payload) -> Self::Id;
     fn cancel(&mut self, id: Self::Id) -> bool;
-    fn expire(&mut self, watermark: i64, out: &mut Vec<(i64, u64)>);
+    fn expire(&mut self, watermark: i64, out: &mut Vec<(i64, Payload)>);
 }
 
-impl Timers for TimerWheel<u64> {
+impl Timers for TimerWheel<Payload> {
     type Id = TimerId;
     const NAME: &'static str = "wheel";
     fn new() -> Self {
         TimerWheel::new()
     }
-    fn arm(&mut self, deadline: i64, value: u64) -> TimerId {
+    #[inline]
+    fn arm(&mut self, deadline: i64, value: Payload) -> TimerId {
         self.insert(deadline, value)
     }
+    #[inline]
     fn cancel(&mut self, id: TimerId) -> bool {
         TimerWheel::cancel(self, id).is_some()
     }
-    fn expire(&mut self, watermark: i64, out: &mut Vec<(i64, u64)>) {
+    #[inline]
+    fn expire(&mut self, watermark: i64, out: &mut Vec<(i64, Payload)>) {
         self.advance_to(watermark, out)
     }
 }
@@ -59,7 +66,7 @@ impl Timers for TimerWheel<u64> {
 /// the heap is compacted when more than half of it is stale.
 struct LazyHeap {
     heap: BinaryHeap<Reverse<(i64, u64, u32)>>,
-    live: Slab<(u64, u64)>,
+    live: Slab<(u64, Payload)>,
     seq: u64,
 }
 
@@ -69,13 +76,15 @@ impl Timers for LazyHeap {
     fn new() -> Self {
         LazyHeap { heap: BinaryHeap::new(), live: Slab::new(), seq: 0 }
     }
-    fn arm(&mut self, deadline: i64, value: u64) -> (u32, u64) {
+    #[inline]
+    fn arm(&mut self, deadline: i64, value: Payload) -> (u32, u64) {
         let seq = self.seq;
         self.seq += 1;
         let index = self.live.insert((seq, value)) as u32;
         self.heap.push(Reverse((deadline, seq, index)));
         (index, seq)
     }
+    #[inline]
     fn cancel(&mut self, (index, seq): (u32, u64)) -> bool {
         if self.live.get(index as usize).is_none_or(|e| e.0 != seq) {
             return false;
@@ -87,7 +96,8 @@ impl Timers for LazyHeap {
         }
         true
     }
-    fn expire(&mut self, watermark: i64, out: &mut Vec<(i64, u64)>) {
+    #[inline]
+    fn expire(&mut self, watermark: i64, out: &mut Vec<(i64, Payload)>) {
         while let Some(&Reverse((deadline, seq, index))) = self.heap.peek() {
             if deadline >= watermark {
                 break;
@@ -102,7 +112,7 @@ impl Timers for LazyHeap {
 
 /// An ordered map keyed by (deadline, seq).
 struct Tree {
-    map: BTreeMap<(i64, u64), u64>,
+    map: BTreeMap<(i64, u64), Payload>,
     seq: u64,
 }
 
@@ -112,16 +122,19 @@ impl Timers for Tree {
     fn new() -> Self {
         Tree { map: BTreeMap::new(), seq: 0 }
     }
-    fn arm(&mut self, deadline: i64, value: u64) -> (i64, u64) {
+    #[inline]
+    fn arm(&mut self, deadline: i64, value: Payload) -> (i64, u64) {
         let key = (deadline, self.seq);
         self.seq += 1;
         self.map.insert(key, value);
         key
     }
+    #[inline]
     fn cancel(&mut self, id: (i64, u64)) -> bool {
         self.map.remove(&id).is_some()
     }
-    fn expire(&mut self, watermark: i64, out: &mut Vec<(i64, u64)>) {
+    #[inline]
+    fn expire(&mut self, watermark: i64, out: &mut Vec<(i64, Payload)>) {
         while let Some(entry) = self.map.first_entry() {
             if entry.key().0 >= watermark {
                 break;
@@ -150,7 +163,7 @@ impl Rng {
 /// A structure with `n` live timers over `[now, now + SPAN)`, and their ids.
 fn filled<S: Timers>(n: usize, now: i64, rng: &mut Rng) -> (S, Vec<S::Id>) {
     let mut s = S::new();
-    let ids = (0..n).map(|i| s.arm(now + rng.below(SPAN as u64) as i64, i as u64)).collect();
+    let ids = (0..n).map(|i| s.arm(now + rng.below(SPAN as u64) as i64, i as Payload)).collect();
     (s, ids)
 }
 
@@ -174,7 +187,7 @@ fn bench_structure<S: Timers>(c: &mut Criterion) {
                     deadlines.extend((0..k).map(|_| now + rng.below(SPAN as u64) as i64));
                     let start = Instant::now();
                     for (i, &d) in deadlines.iter().enumerate() {
-                        ids.push(s.arm(d, i as u64));
+                        ids.push(s.arm(d, i as Payload));
                     }
                     total += start.elapsed();
                     for _ in 0..k {
@@ -205,7 +218,7 @@ fn bench_structure<S: Timers>(c: &mut Criterion) {
                     }
                     total += start.elapsed();
                     for i in 0..k {
-                        ids.push(s.arm(now + rng.below(SPAN as u64) as i64, i as u64));
+                        ids.push(s.arm(now + rng.below(SPAN as u64) as i64, i as Payload));
                     }
                 }
                 total
@@ -231,7 +244,7 @@ fn bench_structure<S: Timers>(c: &mut Criterion) {
                     // Re-arm as many over [watermark + SPAN, next + SPAN):
                     // the density stays n per SPAN.
                     for i in 0..out.len() {
-                        s.arm(watermark + SPAN + rng.below(step as u64) as i64, i as u64);
+                        s.arm(watermark + SPAN + rng.below(step as u64) as i64, i as Payload);
                     }
                     watermark = next;
                 }
@@ -243,7 +256,7 @@ fn bench_structure<S: Timers>(c: &mut Criterion) {
 }
 
 fn timers(c: &mut Criterion) {
-    bench_structure::<TimerWheel<u64>>(c);
+    bench_structure::<TimerWheel<Payload>>(c);
     bench_structure::<LazyHeap>(c);
     bench_structure::<Tree>(c);
 }

@@ -22,11 +22,26 @@
 //! slot. When time reaches a slot of level `l ≥ 1`, its timers are re-filed
 //! ("cascaded") onto lower levels; each timer is cascaded at most 10 times.
 //!
-//! Entries live in a [`slab::Slab`]; each slot is a doubly linked list through
-//! the entries (`u32` links), appended at the tail, so insert and cancel are
-//! O(1). A [`TimerId`] carries the slab index and a generation number unique
-//! to the insertion: cancelling a timer that has fired or was cancelled
-//! returns `None` and never touches the timer that reused its slab entry.
+//! Timers live in a `Vec` of entries indexed by a `u32` (a free stack reuses
+//! vacated indexes). A slot's list holds the timers' indexes in insertion
+//! order, in 64-byte blocks of 16 chained from one arena shared by all slots,
+//! so insert is an append, firing and cascading read whole cache lines, and the
+//! wheel allocates only when it needs more entries or blocks than ever before
+//! (not whenever one slot gets busier than it ever was, as a `Vec` per slot
+//! would).
+//!
+//! Cancel is lazy: it bumps the entry's generation, takes its value and
+//! leaves its index on the list as a *tombstone*, marked in a bitmap of live
+//! indexes (128 KB per million timers) that firing and cascading consult; a
+//! list is compacted in place once half of it is tombstones. So cancel
+//! touches one entry and no neighbours (a doubly linked list would touch
+//! three entries, two of them only after the first arrives: with a million
+//! live timers each is a cache miss), and the work it defers, at most two
+//! indexes scanned per cancel, reads the bitmap, not the entries. A
+//! [`TimerId`] carries the index and the generation: a stale handle returns
+//! `None` and never touches the timer that reused its index (unless that
+//! index went through exactly 2³² timers in between while the stale handle
+//! was kept).
 //!
 //! Deadlines at or behind the wheel's position when inserted go to a separate
 //! "past" list and fire on the next `advance_to` whose watermark is after them.
@@ -40,7 +55,6 @@
 use std::collections::VecDeque;
 
 use cep_core::Timestamp;
-use slab::Slab;
 
 /// Bits per level: 64 slots.
 const BITS: u32 = 6;
@@ -50,8 +64,6 @@ const SLOTS: usize = 1 << BITS;
 const LEVELS: usize = 11;
 /// The list index of the "past" list (after the `LEVELS * SLOTS` slot lists).
 const PAST: usize = LEVELS * SLOTS;
-/// The null link.
-const NIL: u32 = u32::MAX;
 
 /// Maps a timestamp onto an order-preserving `u64` key (`i64::MIN` → 0).
 #[inline]
@@ -90,33 +102,60 @@ fn slot_start(elapsed: u64, level: usize, slot: usize) -> u64 {
     high | ((slot as u64) << (BITS as usize * level))
 }
 
-/// A handle to a timer in a [`TimerWheel`]: its slab index and the
-/// generation of the insertion (unique per wheel), so a stale handle is
-/// detected.
+/// A handle to a timer in a [`TimerWheel`]: its index and the generation
+/// of that index when the timer was armed, so a stale handle is detected.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub struct TimerId {
     index: u32,
-    generation: u64,
+    generation: u32,
 }
 
+/// A timer: one small record, so arming and cancelling each touch one
+/// place in memory.
 #[derive(Debug)]
 struct Entry<T> {
     key: u64,
-    generation: u64,
-    prev: u32,
-    next: u32,
-    /// The list this entry is on: `level * SLOTS + slot`, or `PAST`.
+    /// Bumped each time the timer on this index is cancelled or fires, so
+    /// handles to it go stale.
+    generation: u32,
+    /// The list holding this index (`level * SLOTS + slot` or `PAST`); stale
+    /// once the index is free.
     list: u16,
-    value: T,
+    /// `Some` while live.
+    value: Option<T>,
 }
 
+/// Timer indexes per block: a block is one 64-byte cache line.
+const BLOCK: usize = 16;
+/// The null block.
+const NIL: u32 = u32::MAX;
+
+/// A run of a list's timer indexes (the link to the next block of the list
+/// is kept apart, in `TimerWheel::next_blocks`). A list is a chain of
+/// blocks, all full but the last, drawn from one arena shared by all lists:
+/// the wheel allocates only when it needs more blocks than ever before,
+/// however the timers move between slots.
+#[derive(Clone, Copy, Debug)]
+#[repr(align(64))]
+struct Block([u32; BLOCK]);
+
+/// A wheel slot (or the past list): its timer indexes in insertion order,
+/// some of them tombstones.
 #[derive(Clone, Copy, Debug)]
 struct List {
     head: u32,
     tail: u32,
+    len: u32,
+    tombstones: u32,
 }
 
-const EMPTY: List = List { head: NIL, tail: NIL };
+const EMPTY: List = List { head: NIL, tail: NIL, len: 0, tombstones: 0 };
+
+/// A list detached from its slot, consumed block by block.
+struct Chain {
+    block: u32,
+    left: usize,
+}
 
 /// A hierarchical timing wheel over event time (see the [module](self) docs).
 ///
@@ -142,13 +181,30 @@ const EMPTY: List = List { head: NIL, tail: NIL };
 /// ```
 #[derive(Debug)]
 pub struct TimerWheel<T> {
-    entries: Slab<Entry<T>>,
+    entries: Vec<Entry<T>>,
+    /// A bit per index, set while it holds a live timer (so a tombstone is
+    /// an index on a list whose bit is clear). Compaction reads this, 128 KB
+    /// per million timers, instead of the entries.
+    alive: Vec<u64>,
+    /// A stack of the indexes on no list, to reuse: the first `free_len`
+    /// elements. The vector is as long as `entries`, so a push needs no
+    /// capacity check and compaction can push without branching.
+    free: Vec<u32>,
+    free_len: usize,
+    /// Live timers (tombstones excluded).
+    live: usize,
     /// `LEVELS * SLOTS` slot lists, then the past list.
     lists: Box<[List]>,
+    /// The blocks of all lists.
+    blocks: Vec<Block>,
+    /// For each block, the next block of its list (or `NIL`).
+    next_blocks: Vec<u32>,
+    /// Blocks on no list.
+    free_blocks: Vec<u32>,
+    /// A bit per slot whose list is not empty.
     occupied: [u64; LEVELS],
     /// Every key below this has fired; every key on a level is ≥ it.
     elapsed: u64,
-    next_generation: u64,
 }
 
 impl<T> Default for TimerWheel<T> {
@@ -163,25 +219,32 @@ impl<T> TimerWheel<T> {
         TimerWheel::with_capacity(0)
     }
 
-    /// An empty wheel with room for `capacity` timers before reallocating.
+    /// An empty wheel with room for `capacity` timers before reallocating
+    /// its entries.
     pub fn with_capacity(capacity: usize) -> TimerWheel<T> {
         TimerWheel {
-            entries: Slab::with_capacity(capacity),
+            entries: Vec::with_capacity(capacity),
+            alive: Vec::with_capacity(capacity.div_ceil(64)),
+            free: Vec::with_capacity(capacity),
+            free_len: 0,
+            live: 0,
             lists: vec![EMPTY; PAST + 1].into_boxed_slice(),
+            blocks: Vec::new(),
+            next_blocks: Vec::new(),
+            free_blocks: Vec::new(),
             occupied: [0; LEVELS],
             elapsed: 0,
-            next_generation: 0,
         }
     }
 
     /// The number of live (armed, not fired, not cancelled) timers.
     pub fn len(&self) -> usize {
-        self.entries.len()
+        self.live
     }
 
     /// Whether no timer is live.
     pub fn is_empty(&self) -> bool {
-        self.entries.is_empty()
+        self.live == 0
     }
 
     /// The watermark of the last [`advance_to`](Self::advance_to) (the
@@ -190,30 +253,69 @@ impl<T> TimerWheel<T> {
         from_key(self.elapsed)
     }
 
-    /// Arms a timer; O(1). A deadline behind the current watermark fires on
-    /// the next `advance_to` (whose watermark is after it).
+    /// Arms a timer; O(1) amortised. A deadline behind the current watermark
+    /// fires on the next `advance_to` (whose watermark is after it).
     ///
     /// # Panics
-    /// With more than `u32::MAX - 1` live timers.
+    /// With more than `u32::MAX` timers and tombstones.
     pub fn insert(&mut self, deadline: Timestamp, value: T) -> TimerId {
         let key = to_key(deadline);
-        let generation = self.next_generation;
-        self.next_generation += 1;
-        let index = self.entries.insert(Entry { key, generation, prev: NIL, next: NIL, list: 0, value });
-        assert!(index < NIL as usize, "TimerWheel: too many live timers");
-        self.link(index as u32, key);
-        TimerId { index: index as u32, generation }
+        let index = match self.free_len.checked_sub(1) {
+            Some(top) => {
+                self.free_len = top;
+                let index = self.free[top];
+                let entry = &mut self.entries[index as usize];
+                entry.key = key;
+                entry.value = Some(value);
+                index
+            }
+            None => {
+                let index = u32::try_from(self.entries.len()).expect("TimerWheel: too many timers");
+                self.entries.push(Entry { key, generation: 0, list: 0, value: Some(value) });
+                self.free.push(0);
+                if index % 64 == 0 {
+                    self.alive.push(0);
+                }
+                index
+            }
+        };
+        self.live += 1;
+        self.alive[index as usize / 64] |= 1 << (index % 64);
+        self.file(index, key);
+        TimerId { index, generation: self.entries[index as usize].generation }
     }
 
-    /// Disarms a timer and returns its value; O(1). `None` if it has already
-    /// fired or been cancelled.
+    /// Disarms a timer and returns its value; O(1) amortised. `None` if it
+    /// has already fired or been cancelled.
+    ///
+    /// Cancel touches the timer's entry and its list's counters only: the
+    /// index stays on the list as a *tombstone*, which firing and cascading
+    /// skip, and a list is compacted (tombstones dropped, order kept) once
+    /// half of it is tombstones, so each cancel pays for at most two indexes
+    /// scanned later, and those look-ups are independent of one another (a
+    /// scan of a `Vec` against a bitmap, not a pointer chase).
     pub fn cancel(&mut self, id: TimerId) -> Option<T> {
-        let entry = self.entries.get(id.index as usize)?;
+        let entry = self.entries.get_mut(id.index as usize)?;
         if entry.generation != id.generation {
             return None;
         }
-        self.unlink(id.index);
-        Some(self.entries.remove(id.index as usize).value)
+        entry.generation = entry.generation.wrapping_add(1);
+        let value = entry.value.take();
+        let list_index = entry.list as usize;
+        self.live -= 1;
+        self.alive[id.index as usize / 64] &= !(1 << (id.index % 64));
+        let list = &mut self.lists[list_index];
+        list.tombstones += 1;
+        if 2 * list.tombstones >= list.len {
+            self.compact(list_index);
+        }
+        value
+    }
+
+    /// Whether index `index` holds a live timer.
+    #[inline]
+    fn is_alive(&self, index: u32) -> bool {
+        self.alive[index as usize / 64] & (1 << (index % 64)) != 0
     }
 
     /// A lower bound on the earliest live deadline, `None` when no timer is
@@ -230,7 +332,10 @@ impl<T> TimerWheel<T> {
     /// assert!(wheel.next_bound().unwrap() <= 1000);
     /// ```
     pub fn next_bound(&self) -> Option<Timestamp> {
-        if self.lists[PAST].head != NIL {
+        if self.live == 0 {
+            return None;
+        }
+        if self.lists[PAST].len != 0 {
             return Some(from_key(0));
         }
         let level = self.occupied.iter().position(|&bits| bits != 0)?;
@@ -240,7 +345,8 @@ impl<T> TimerWheel<T> {
 
     /// The deadline of a live timer.
     pub fn deadline(&self, id: TimerId) -> Option<Timestamp> {
-        self.entries.get(id.index as usize).filter(|e| e.generation == id.generation).map(|e| from_key(e.key))
+        let entry = self.entries.get(id.index as usize)?;
+        (entry.generation == id.generation).then_some(from_key(entry.key))
     }
 
     /// Moves the watermark to `watermark` and appends to `out` every timer
@@ -265,11 +371,11 @@ impl<T> TimerWheel<T> {
         if self.occupied[0] & (1 << last) != 0 {
             self.fire_list(last, out);
         }
-        debug_assert!(self.entries.is_empty());
+        debug_assert_eq!(self.live, 0);
     }
 
     fn advance_key(&mut self, target: u64, out: &mut Vec<(Timestamp, T)>) {
-        if self.lists[PAST].head != NIL {
+        if self.lists[PAST].len != 0 {
             self.fire_past(target, out);
         }
         if target <= self.elapsed {
@@ -300,55 +406,189 @@ impl<T> TimerWheel<T> {
         self.elapsed = target;
     }
 
+    /// Detaches list `list_index` from its slot, marking the slot empty;
+    /// [`next_block`](Self::next_block) consumes it.
+    fn take_list(&mut self, list_index: usize) -> Chain {
+        if list_index != PAST {
+            self.occupied[list_index / SLOTS] &= !(1 << (list_index % SLOTS));
+        }
+        let list = std::mem::replace(&mut self.lists[list_index], EMPTY);
+        Chain { block: list.head, left: list.len as usize }
+    }
+
+    /// The next block of a detached chain, copied out (with how many of its
+    /// indexes are used) and already freed, so that filing timers while
+    /// walking the chain may reuse it.
+    #[inline]
+    fn next_block(&mut self, chain: &mut Chain) -> Option<([u32; BLOCK], usize)> {
+        if chain.left == 0 {
+            return None;
+        }
+        let Block(indexes) = self.blocks[chain.block as usize];
+        let next = self.next_blocks[chain.block as usize];
+        self.free_blocks.push(chain.block);
+        let used = chain.left.min(BLOCK);
+        chain.left -= used;
+        chain.block = next;
+        Some((indexes, used))
+    }
+
+    /// Appends timer index `index` to list `list_index`.
+    #[inline]
+    fn push(&mut self, list_index: usize, index: u32) {
+        let list = &mut self.lists[list_index];
+        let at = list.len as usize % BLOCK;
+        if at == 0 {
+            let block = match self.free_blocks.pop() {
+                Some(block) => block,
+                None => {
+                    self.blocks.push(Block([0; BLOCK]));
+                    self.next_blocks.push(NIL);
+                    u32::try_from(self.blocks.len() - 1).expect("TimerWheel: too many blocks")
+                }
+            };
+            self.next_blocks[block as usize] = NIL;
+            if list.len == 0 {
+                list.head = block;
+            } else {
+                self.next_blocks[list.tail as usize] = block;
+            }
+            list.tail = block;
+        }
+        list.len += 1;
+        self.blocks[list.tail as usize].0[at] = index;
+    }
+
+    /// Puts index `index`, on no list any more, on the free stack.
+    #[inline]
+    fn push_free(&mut self, index: u32) {
+        self.free[self.free_len] = index;
+        self.free_len += 1;
+    }
+
+    /// Fires live timer `index` (already off its list): frees the index and
+    /// returns the deadline and the value.
+    #[inline]
+    fn release(&mut self, index: u32) -> (Timestamp, T) {
+        self.alive[index as usize / 64] &= !(1 << (index % 64));
+        self.live -= 1;
+        self.push_free(index);
+        let entry = &mut self.entries[index as usize];
+        entry.generation = entry.generation.wrapping_add(1);
+        (from_key(entry.key), entry.value.take().expect("a live timer has its value"))
+    }
+
     /// Fires the whole level-0 list `slot` (one key) in list order.
     fn fire_list(&mut self, slot: usize, out: &mut Vec<(Timestamp, T)>) {
-        let list = std::mem::replace(&mut self.lists[slot], EMPTY);
-        self.occupied[0] &= !(1 << slot);
-        let mut cur = list.head;
-        while cur != NIL {
-            let entry = self.entries.remove(cur as usize);
-            cur = entry.next;
-            out.push((from_key(entry.key), entry.value));
+        let mut chain = self.take_list(slot);
+        while let Some((indexes, used)) = self.next_block(&mut chain) {
+            for &index in &indexes[..used] {
+                if self.is_alive(index) {
+                    out.push(self.release(index));
+                } else {
+                    self.push_free(index);
+                }
+            }
         }
     }
 
-    /// Re-files every entry of a higher-level list relative to the new
-    /// `elapsed`, in list order (which keeps ties in insertion order).
+    /// Re-files every live timer of a higher-level list relative to the new
+    /// `elapsed`, in list order (which keeps ties in insertion order), and
+    /// frees its tombstones.
     fn cascade(&mut self, list_index: usize) {
-        let list = std::mem::replace(&mut self.lists[list_index], EMPTY);
-        self.occupied[list_index / SLOTS] &= !(1 << (list_index % SLOTS));
-        let mut cur = list.head;
-        while cur != NIL {
-            let entry = &self.entries[cur as usize];
-            let (next, key) = (entry.next, entry.key);
-            self.link(cur, key);
-            cur = next;
+        let mut chain = self.take_list(list_index);
+        while let Some((indexes, used)) = self.next_block(&mut chain) {
+            for &index in &indexes[..used] {
+                if self.is_alive(index) {
+                    self.file(index, self.entries[index as usize].key);
+                } else {
+                    self.push_free(index);
+                }
+            }
+        }
+    }
+
+    /// Drops the tombstones of list `list_index` in place, keeping the
+    /// order of the rest, and frees the blocks it no longer needs. (Out of
+    /// line: it runs once per many cancels, which stay small enough to
+    /// inline.)
+    #[inline(never)]
+    fn compact(&mut self, list_index: usize) {
+        let list = self.lists[list_index];
+        let (mut read, mut write, mut at) = (list.head, list.head, 0);
+        let (mut left, mut kept, mut freed) = (list.len as usize, 0, self.free_len);
+        // The write position never passes the read position, and each block
+        // is copied before it is read, so writing in place is safe. Live
+        // indexes and tombstones are interleaved at random, so the inner loop
+        // is branch-free: each index is written to both places and only one
+        // of the two cursors moves. (`free[freed]` is in bounds: `free` is as
+        // long as `entries`, and a live index is not among the free ones.)
+        while left > 0 {
+            let Block(indexes) = self.blocks[read as usize];
+            let next = self.next_blocks[read as usize];
+            let used = left.min(BLOCK);
+            for &index in &indexes[..used] {
+                let live = (self.alive[index as usize / 64] >> (index % 64) & 1) as usize;
+                self.blocks[write as usize].0[at] = index;
+                self.free[freed] = index;
+                at += live;
+                kept += live;
+                freed += 1 - live;
+                if at == BLOCK {
+                    write = self.next_blocks[write as usize];
+                    at = 0;
+                }
+            }
+            left -= used;
+            read = next;
+        }
+        self.free_len = freed;
+        // Keep the blocks holding `kept` indexes; free the rest.
+        let mut tail = NIL;
+        let mut block = list.head;
+        for _ in 0..kept.div_ceil(BLOCK) {
+            tail = block;
+            block = self.next_blocks[block as usize];
+        }
+        if tail != NIL {
+            self.next_blocks[tail as usize] = NIL;
+        }
+        while block != NIL {
+            self.free_blocks.push(block);
+            block = self.next_blocks[block as usize];
+        }
+        let head = if kept == 0 { NIL } else { list.head };
+        self.lists[list_index] = List { head, tail, len: kept as u32, tombstones: 0 };
+        if kept == 0 && list_index != PAST {
+            self.occupied[list_index / SLOTS] &= !(1 << (list_index % SLOTS));
         }
     }
 
     /// Fires the past-list timers with key below `target`, in key order
-    /// (stable, so ties stay in insertion order); the others stay.
+    /// (stable, so ties stay in insertion order); the others stay, in order.
     fn fire_past(&mut self, target: u64, out: &mut Vec<(Timestamp, T)>) {
+        let mut chain = self.take_list(PAST);
         let mut due = Vec::new();
-        let mut cur = self.lists[PAST].head;
-        while cur != NIL {
-            let entry = &self.entries[cur as usize];
-            if entry.key < target {
-                due.push((entry.key, cur));
+        while let Some((indexes, used)) = self.next_block(&mut chain) {
+            for &index in &indexes[..used] {
+                if !self.is_alive(index) {
+                    self.push_free(index);
+                } else if self.entries[index as usize].key < target {
+                    due.push((self.entries[index as usize].key, index));
+                } else {
+                    self.push(PAST, index);
+                }
             }
-            cur = entry.next;
         }
         due.sort_by_key(|&(key, _)| key);
         for (_, index) in due {
-            self.unlink(index);
-            let entry = self.entries.remove(index as usize);
-            out.push((from_key(entry.key), entry.value));
+            out.push(self.release(index));
         }
     }
 
-    /// Appends entry `index` (with `key`) to the tail of its list.
+    /// Appends live timer `index` (with `key`) to the tail of its list.
     #[inline]
-    fn link(&mut self, index: u32, key: u64) {
+    fn file(&mut self, index: u32, key: u64) {
         let list_index = if key < self.elapsed {
             PAST
         } else {
@@ -357,41 +597,8 @@ impl<T> TimerWheel<T> {
             self.occupied[level] |= 1 << slot;
             level * SLOTS + slot
         };
-        let tail = self.lists[list_index].tail;
-        {
-            let entry = &mut self.entries[index as usize];
-            entry.list = list_index as u16;
-            entry.prev = tail;
-            entry.next = NIL;
-        }
-        if tail == NIL {
-            self.lists[list_index].head = index;
-        } else {
-            self.entries[tail as usize].next = index;
-        }
-        self.lists[list_index].tail = index;
-    }
-
-    /// Takes entry `index` off its list (it stays in the slab).
-    #[inline]
-    fn unlink(&mut self, index: u32) {
-        let (prev, next, list_index) = {
-            let e = &self.entries[index as usize];
-            (e.prev, e.next, e.list as usize)
-        };
-        if prev == NIL {
-            self.lists[list_index].head = next;
-        } else {
-            self.entries[prev as usize].next = next;
-        }
-        if next == NIL {
-            self.lists[list_index].tail = prev;
-        } else {
-            self.entries[next as usize].prev = prev;
-        }
-        if self.lists[list_index].head == NIL && list_index != PAST {
-            self.occupied[list_index / SLOTS] &= !(1 << (list_index % SLOTS));
-        }
+        self.entries[index as usize].list = list_index as u16;
+        self.push(list_index, index);
     }
 }
 
@@ -587,7 +794,7 @@ mod tests {
         let mut w = TimerWheel::new();
         let a = w.insert(5, 'a');
         assert_eq!(w.cancel(a), Some('a'));
-        let b = w.insert(6, 'b'); // reuses a's slab entry
+        let b = w.insert(6, 'b'); // reuses a's entry
         assert_eq!(a.index, b.index);
         assert_eq!(w.cancel(a), None);
         assert_eq!(w.len(), 1);
@@ -731,9 +938,25 @@ mod model_tests {
         }
     }
 
+    /// Long lists: few distinct deadlines, many cancels (compaction of
+    /// lists spanning many blocks, tombstones met by cascades and firing).
+    fn dense_ops() -> impl Strategy<Value = Vec<Op>> {
+        let op = prop_oneof![
+            6 => prop_oneof![0i64..4, 60i64..64, 5000i64..5002].prop_map(Op::Insert),
+            5 => any::<usize>().prop_map(Op::Cancel),
+            1 => (0i64..6000).prop_map(Op::Advance),
+        ];
+        proptest::collection::vec(op, 0..1500)
+    }
+
     proptest! {
         #[test]
         fn wheel_matches_heap(ops in ops()) {
+            check_wheel(&ops);
+        }
+
+        #[test]
+        fn wheel_matches_heap_dense(ops in dense_ops()) {
             check_wheel(&ops);
         }
 
