@@ -30,18 +30,22 @@
 //! (not whenever one slot gets busier than it ever was, as a `Vec` per slot
 //! would).
 //!
-//! Cancel is lazy: it bumps the entry's generation, takes its value and
-//! leaves its index on the list as a *tombstone*, marked in a bitmap of live
-//! indexes (128 KB per million timers) that firing and cascading consult; a
-//! list is compacted in place once half of it is tombstones. So cancel
-//! touches one entry and no neighbours (a doubly linked list would touch
-//! three entries, two of them only after the first arrives: with a million
-//! live timers each is a cache miss), and the work it defers, at most two
-//! indexes scanned per cancel, reads the bitmap, not the entries. A
-//! [`TimerId`] carries the index and the generation: a stale handle returns
-//! `None` and never touches the timer that reused its index (unless that
-//! index went through exactly 2³² timers in between while the stale handle
-//! was kept).
+//! Cancel is lazy: it takes the entry's value and leaves its index on the
+//! list as a *tombstone*, marked in a bitmap of live indexes (128 KB per
+//! million timers) that firing and cascading consult; a list is compacted in
+//! place once half of it is tombstones. So cancel touches one entry and no
+//! neighbours (a doubly linked list would touch three entries, two of them
+//! only after the first arrives: with a million live timers each is a cache
+//! miss), and the work it defers, at most two indexes scanned per cancel,
+//! reads the bitmap, not the entries. Arming only writes the entry, never
+//! reads it, so it does not wait for the cache miss either.
+//!
+//! A [`TimerId`] carries the index and a generation, the number of timers
+//! armed before it (modulo 2³²): a handle is live while its index's bit is
+//! set and the entry holds its generation, so a stale handle returns `None`
+//! and never touches the timer that reused its index (unless exactly a
+//! multiple of 2³² timers were armed in between while the stale handle was
+//! kept).
 //!
 //! Deadlines at or behind the wheel's position when inserted go to a separate
 //! "past" list and fire on the next `advance_to` whose watermark is after them.
@@ -102,8 +106,9 @@ fn slot_start(elapsed: u64, level: usize, slot: usize) -> u64 {
     high | ((slot as u64) << (BITS as usize * level))
 }
 
-/// A handle to a timer in a [`TimerWheel`]: its index and the generation
-/// of that index when the timer was armed, so a stale handle is detected.
+/// A handle to a timer in a [`TimerWheel`]: its index and its generation
+/// (the wheel's count of timers armed before it, modulo 2³²), so a stale
+/// handle is detected.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub struct TimerId {
     index: u32,
@@ -115,8 +120,9 @@ pub struct TimerId {
 #[derive(Debug)]
 struct Entry<T> {
     key: u64,
-    /// Bumped each time the timer on this index is cancelled or fires, so
-    /// handles to it go stale.
+    /// The generation of the timer armed on this index last. A handle is to
+    /// a live timer when its generation matches and the index's bit in
+    /// `TimerWheel::alive` is set.
     generation: u32,
     /// The list holding this index (`level * SLOTS + slot` or `PAST`); stale
     /// once the index is free.
@@ -193,6 +199,8 @@ pub struct TimerWheel<T> {
     free_len: usize,
     /// Live timers (tombstones excluded).
     live: usize,
+    /// The generation of the next timer armed.
+    next_generation: u32,
     /// `LEVELS * SLOTS` slot lists, then the past list.
     lists: Box<[List]>,
     /// The blocks of all lists.
@@ -228,6 +236,7 @@ impl<T> TimerWheel<T> {
             free: Vec::with_capacity(capacity),
             free_len: 0,
             live: 0,
+            next_generation: 0,
             lists: vec![EMPTY; PAST + 1].into_boxed_slice(),
             blocks: Vec::new(),
             next_blocks: Vec::new(),
@@ -260,18 +269,22 @@ impl<T> TimerWheel<T> {
     /// With more than `u32::MAX` timers and tombstones.
     pub fn insert(&mut self, deadline: Timestamp, value: T) -> TimerId {
         let key = to_key(deadline);
+        let generation = self.next_generation;
+        self.next_generation = generation.wrapping_add(1);
+        let list = self.list_for(key);
+        // The entry is written whole and never read here: with many live
+        // timers it is a cache miss, which the stores need not wait for.
+        let entry = Entry { key, generation, list: list as u16, value: Some(value) };
         let index = match self.free_len.checked_sub(1) {
             Some(top) => {
                 self.free_len = top;
                 let index = self.free[top];
-                let entry = &mut self.entries[index as usize];
-                entry.key = key;
-                entry.value = Some(value);
+                self.entries[index as usize] = entry;
                 index
             }
             None => {
                 let index = u32::try_from(self.entries.len()).expect("TimerWheel: too many timers");
-                self.entries.push(Entry { key, generation: 0, list: 0, value: Some(value) });
+                self.entries.push(entry);
                 self.free.push(0);
                 if index % 64 == 0 {
                     self.alive.push(0);
@@ -281,8 +294,8 @@ impl<T> TimerWheel<T> {
         };
         self.live += 1;
         self.alive[index as usize / 64] |= 1 << (index % 64);
-        self.file(index, key);
-        TimerId { index, generation: self.entries[index as usize].generation }
+        self.push(list, index);
+        TimerId { index, generation }
     }
 
     /// Disarms a timer and returns its value; O(1) amortised. `None` if it
@@ -296,14 +309,14 @@ impl<T> TimerWheel<T> {
     /// scan of a `Vec` against a bitmap, not a pointer chase).
     pub fn cancel(&mut self, id: TimerId) -> Option<T> {
         let entry = self.entries.get_mut(id.index as usize)?;
-        if entry.generation != id.generation {
+        let bit = &mut self.alive[id.index as usize / 64];
+        if entry.generation != id.generation || *bit & (1 << (id.index % 64)) == 0 {
             return None;
         }
-        entry.generation = entry.generation.wrapping_add(1);
+        *bit &= !(1 << (id.index % 64));
         let value = entry.value.take();
         let list_index = entry.list as usize;
         self.live -= 1;
-        self.alive[id.index as usize / 64] &= !(1 << (id.index % 64));
         let list = &mut self.lists[list_index];
         list.tombstones += 1;
         if 2 * list.tombstones >= list.len {
@@ -346,7 +359,7 @@ impl<T> TimerWheel<T> {
     /// The deadline of a live timer.
     pub fn deadline(&self, id: TimerId) -> Option<Timestamp> {
         let entry = self.entries.get(id.index as usize)?;
-        (entry.generation == id.generation).then_some(from_key(entry.key))
+        (entry.generation == id.generation && self.is_alive(id.index)).then_some(from_key(entry.key))
     }
 
     /// Moves the watermark to `watermark` and appends to `out` every timer
@@ -474,7 +487,6 @@ impl<T> TimerWheel<T> {
         self.live -= 1;
         self.push_free(index);
         let entry = &mut self.entries[index as usize];
-        entry.generation = entry.generation.wrapping_add(1);
         (from_key(entry.key), entry.value.take().expect("a live timer has its value"))
     }
 
@@ -586,17 +598,24 @@ impl<T> TimerWheel<T> {
         }
     }
 
-    /// Appends live timer `index` (with `key`) to the tail of its list.
+    /// The list for a timer with `key` (`PAST` if the key is behind
+    /// `elapsed`, else its slot), marked occupied.
     #[inline]
-    fn file(&mut self, index: u32, key: u64) {
-        let list_index = if key < self.elapsed {
+    fn list_for(&mut self, key: u64) -> usize {
+        if key < self.elapsed {
             PAST
         } else {
             let level = level_for(self.elapsed, key);
             let slot = slot_for(key, level);
             self.occupied[level] |= 1 << slot;
             level * SLOTS + slot
-        };
+        }
+    }
+
+    /// Appends live timer `index` (with `key`) to the tail of its list.
+    #[inline]
+    fn file(&mut self, index: u32, key: u64) {
+        let list_index = self.list_for(key);
         self.entries[index as usize].list = list_index as u16;
         self.push(list_index, index);
     }
