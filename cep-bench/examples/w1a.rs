@@ -2,7 +2,10 @@
 //! (no parsing, no generation in the timed loop). Prints events per second,
 //! matches and the state of partial matches at the end of the stream.
 //!
-//! `cargo run --release -p cep-bench --example w1a [TICKS] [RUNS]`
+//! `cargo run --release -p cep-bench --example w1a [TICKS] [RUNS] [BATCH]`
+//!
+//! `BATCH` events go to [`Engine::push_batch`] at a time (default 256); 1
+//! pushes them one by one with [`Engine::push`].
 
 use std::time::Instant;
 
@@ -15,6 +18,7 @@ fn main() {
     let mut args = std::env::args().skip(1);
     let n: usize = args.next().and_then(|s| s.parse().ok()).unwrap_or(w1::TICKS);
     let runs: usize = args.next().and_then(|s| s.parse().ok()).unwrap_or(5);
+    let batch: usize = args.next().and_then(|s| s.parse().ok()).unwrap_or(256).max(1);
     let tick = Sym::new("Tick");
     let events: Vec<Event> = Ticks::new(n)
         .map(|t| {
@@ -30,8 +34,12 @@ fn main() {
         let mut engine = Engine::new(prog);
         let mut matches = 0usize;
         let start = Instant::now();
-        for e in &events {
-            engine.push(e).unwrap();
+        for chunk in events.chunks(batch) {
+            if batch == 1 {
+                engine.push(&chunk[0]).unwrap();
+            } else {
+                engine.push_batch(chunk).unwrap();
+            }
             while engine.pop().is_some() {
                 matches += 1;
             }

@@ -141,7 +141,12 @@ impl Kind {
 /// assert_eq!(Value::Null.compare(&Value::Null), None);
 /// assert_eq!(Value::str("a").compare(&Value::Int(1)), None);
 /// ```
+// `repr(C, u8)`: every payload starts at offset 8, so a copy is the tag and
+// one word. With the default layout a `bool` payload sits at offset 1 and
+// LLVM copies bytes 1..16 as two overlapping words through the stack, which
+// stalls store forwarding wherever an engine moves values.
 #[derive(Clone, Copy, Debug, Default, serde::Serialize, serde::Deserialize)]
+#[repr(u64)]
 pub enum Value {
     /// Missing / unknown.
     #[default]

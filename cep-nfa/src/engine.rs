@@ -232,7 +232,7 @@ struct HistoryShape {
 }
 
 /// Ring values kept inside [`Hot`].
-const INLINE_RING: usize = 2;
+const INLINE_RING: usize = 1;
 
 impl HistoryShape {
     fn stride(self) -> usize {
@@ -244,9 +244,14 @@ impl HistoryShape {
     }
 
     /// Column `col` of the event `n` (≥ 1) positions back.
+    #[inline(always)]
     fn get(self, ring: &[Value], head: u16, len: u16, n: usize, col: usize) -> Value {
         if n == 0 || n > len as usize {
             return Value::Null;
+        }
+        if self.depth == 1 {
+            // `PREV(x)`, the common case: the ring is the previous row.
+            return ring[col];
         }
         // head + depth - n < 2 * depth: one conditional subtraction, no division.
         let mut row = head as usize + self.depth - n;
@@ -256,16 +261,17 @@ impl HistoryShape {
         ring[row * self.cols + col]
     }
 
-    fn push(self, ring: &mut [Value], head: &mut u16, len: &mut u16, row: impl Iterator<Item = Value>) {
-        if self.depth == 0 {
-            return;
+    /// Makes room for the newest row: returns where its `cols` values go.
+    #[inline(always)]
+    fn push(self, head: &mut u16, len: &mut u16) -> usize {
+        if self.depth == 1 {
+            *len = 1;
+            return 0;
         }
         let base = *head as usize * self.cols;
-        for (slot, v) in ring[base..base + self.cols].iter_mut().zip(row) {
-            *slot = v;
-        }
         *head = if *head as usize + 1 == self.depth { 0 } else { *head + 1 };
         *len = (*len + 1).min(self.depth as u16);
+        base
     }
 }
 
@@ -310,11 +316,9 @@ impl NegLog {
 /// apart from [`Partition`] so that an event of a partition without live
 /// partial matches reads one small struct and its `PREV` ring.
 #[derive(Clone, Copy, Debug, serde::Serialize, serde::Deserialize)]
-#[repr(align(64))]
+#[repr(align(32))]
 struct Hot {
     next_pos: u64,
-    /// The deadline this partition is in the heap under (`MAX`: none).
-    scheduled: Timestamp,
     /// Live runs and pending matches: when 0, [`Partition`] is not read.
     live: u32,
     hist_head: u16,
@@ -354,6 +358,7 @@ struct Done {
 #[derive(Clone, Debug, serde::Serialize, serde::Deserialize)]
 pub struct EngineSnapshot {
     parts: Vec<Partition>,
+    scheduled: Vec<Timestamp>,
     hot: Vec<Hot>,
     ring: Vec<Value>,
     nodes: Vec<(u32, Node)>,
@@ -401,6 +406,9 @@ pub struct Engine<E> {
     timers: TimerWheel<u32>,
     /// Each partition's armed timer.
     timer_ids: Vec<Option<TimerId>>,
+    /// Each partition's timer deadline (`MAX`: none); apart from [`Hot`]
+    /// so that the record every event reads stays half a cache line.
+    scheduled: Vec<Timestamp>,
     /// No timer is due before this (a lower bound, so `advance` can skip the
     /// wheel on most events).
     next_due: Timestamp,
@@ -424,6 +432,15 @@ pub struct Engine<E> {
     deferred_mask: u64,
     /// Most runs per partition (`usize::MAX`: no cap).
     max_runs: usize,
+    /// When every `PREV` history column is a field the frame also reads:
+    /// the frame slot of each, so the history copies the frame.
+    hist_in_frame: Option<Vec<usize>>,
+    /// How to fill the frame, by kind of slot.
+    plan: FramePlan,
+    /// The elements an event can start a partial match at, less those
+    /// whose skipped elements' completion conditions fail on empty
+    /// registers (a constant).
+    starts: Vec<u16>,
 }
 
 impl<E: StreamEvent> Engine<E> {
@@ -448,6 +465,7 @@ impl<E: StreamEvent> Engine<E> {
             buffer: Buffer::default(),
             timers: TimerWheel::new(),
             timer_ids: Vec::new(),
+            scheduled: Vec::new(),
             next_due: Timestamp::MAX,
             fired: Vec::new(),
             watermark: Timestamp::MIN,
@@ -465,6 +483,15 @@ impl<E: StreamEvent> Engine<E> {
             done_runs: Vec::new(),
             deferred_mask,
             max_runs: usize::MAX,
+            hist_in_frame: history_in_frame(&prog),
+            plan: FramePlan::of(&prog),
+            starts: prog
+                .graph
+                .start
+                .iter()
+                .copied()
+                .filter(|&j| completions_ok(&prog, 0, j as usize, &vec![Value::Null; stride]))
+                .collect(),
             prog,
         }
     }
@@ -570,6 +597,7 @@ impl<E: StreamEvent> Engine<E> {
         debug_assert!(self.out.is_empty() && self.done.is_empty(), "snapshot between events, matches taken");
         EngineSnapshot {
             parts: self.parts.clone(),
+            scheduled: self.scheduled.clone(),
             hot: self.hot.clone(),
             ring: self.ring.clone(),
             nodes: self.buffer.nodes(),
@@ -584,6 +612,7 @@ impl<E: StreamEvent> Engine<E> {
     /// when the snapshot does not fit the program.
     pub fn restore(&mut self, snap: EngineSnapshot) -> Result<(), String> {
         let fits = snap.parts.len() == snap.hot.len()
+            && snap.parts.len() == snap.scheduled.len()
             && snap.parts.iter().all(|p| p.runs.stride == self.prog.regs && p.pending.stride == self.prog.regs)
             && (self.shape.inline() || snap.ring.len() == snap.parts.len() * self.shape.stride());
         if !fits {
@@ -600,14 +629,15 @@ impl<E: StreamEvent> Engine<E> {
             timers.advance_to(snap.watermark, &mut none);
         }
         let timer_ids = snap
-            .hot
+            .scheduled
             .iter()
             .enumerate()
-            .map(|(pid, h)| (h.scheduled < Timestamp::MAX).then(|| timers.insert(h.scheduled, pid as u32)))
+            .map(|(pid, &at)| (at < Timestamp::MAX).then(|| timers.insert(at, pid as u32)))
             .collect();
         self.next_due = timers.next_bound().unwrap_or(Timestamp::MAX);
         self.timers = timers;
         self.timer_ids = timer_ids;
+        self.scheduled = snap.scheduled;
         self.index = index;
         self.buffer = buffer;
         self.parts = snap.parts;
@@ -633,7 +663,62 @@ impl<E: StreamEvent> Engine<E> {
 
     /// Processes one event. Events must come in non-decreasing `ts` order
     /// (ties in arrival order); an event behind the watermark is rejected.
+    #[inline]
     pub fn push(&mut self, e: &E) -> Result<(), LateEvent> {
+        self.push_at(e, None)
+    }
+
+    /// Processes events in order, as [`push`](Self::push) would one by one,
+    /// and faster: the partitions of a few events ahead are looked up and
+    /// their state brought into the cache before those events are
+    /// processed, so the cache misses of several events overlap instead of
+    /// following one another. Stops at the first late event: its index and
+    /// why (the events before it were processed, it and the rest were not).
+    ///
+    /// # Examples
+    /// ```
+    /// use cep_core::{Event, Schema, Sym, Value};
+    /// use cep_nfa::compile::{compile, Options};
+    /// use cep_nfa::engine::Engine;
+    ///
+    /// let q = "PATTERN SEQ(A a, B b) WHERE [k]";
+    /// let prog = compile(q, &mut Schema::new(), &Options::default()).unwrap().programs.remove(0);
+    /// let mut engine = Engine::new(prog);
+    /// let ev = |ty: &str, ts, k| Event::new(Sym::new(ty), ts, ts as u64, vec![Value::Int(k)]);
+    /// let events = [ev("A", 0, 1), ev("A", 1, 2), ev("B", 2, 2), ev("B", 3, 1), ev("A", 1, 1)];
+    /// let (at, late) = engine.push_batch(&events).unwrap_err();
+    /// assert_eq!((at, late.ts, late.watermark), (4, 1, 3));
+    /// let rows: Vec<Vec<u64>> = engine.drain().map(|m| m.rows).collect();
+    /// assert_eq!(rows, [vec![1, 2], vec![0, 3]]);
+    /// ```
+    #[inline]
+    pub fn push_batch(&mut self, events: &[E]) -> Result<(), (usize, LateEvent)> {
+        /// Events looked up ahead: enough misses to overlap, few enough
+        /// that their lines are still cached when the events come.
+        const AHEAD: usize = 16;
+        let mut pids = [u32::MAX; AHEAD];
+        for (c, chunk) in events.chunks(AHEAD).enumerate() {
+            let mut touched = 0u32;
+            for (slot, e) in pids.iter_mut().zip(chunk) {
+                // A partition the chunk creates is looked up again below.
+                *slot = self.index.get(&partition_key(&self.prog, e)).unwrap_or(u32::MAX);
+                if let Some(h) = self.hot.get(*slot as usize) {
+                    touched |= h.live;
+                }
+            }
+            std::hint::black_box(touched);
+            for (i, e) in chunk.iter().enumerate() {
+                let hint = (pids[i] != u32::MAX).then_some(pids[i]);
+                self.push_at(e, hint).map_err(|late| (c * AHEAD + i, late))?;
+            }
+        }
+        Ok(())
+    }
+
+    /// [`push`](Self::push), with the event's partition when the caller
+    /// knows it.
+    #[inline(always)]
+    fn push_at(&mut self, e: &E, pid: Option<u32>) -> Result<(), LateEvent> {
         let ts = e.timestamp();
         if ts < self.watermark {
             return Err(LateEvent { ts, watermark: self.watermark });
@@ -643,41 +728,42 @@ impl<E: StreamEvent> Engine<E> {
         self.seq += 1;
         self.stats.events += 1;
         let (any, trail_acc) = self.accept(e);
-        let prog = &self.prog;
-        let key = partition_key(prog, e);
-        let pid = match self.index.get(&key) {
+        let pid = match pid {
             Some(p) => p,
-            None => {
-                let p = self.parts.len() as u32;
-                self.parts.push(Partition {
-                    key,
-                    runs: RunSet::new(prog.regs),
-                    pending: RunSet::new(prog.regs),
-                    log: NegLog::default(),
-                });
-                self.timer_ids.push(None);
-                self.hot.push(Hot {
-                    next_pos: 0,
-                    scheduled: Timestamp::MAX,
-                    live: 0,
-                    hist_head: 0,
-                    hist_len: 0,
-                    ring: [Value::Null; INLINE_RING],
-                });
-                if !self.shape.inline() {
-                    self.ring.resize(self.ring.len() + self.shape.stride(), Value::Null);
-                }
-                self.index.insert(key, p);
-                p
-            }
+            None => self.partition_of(e),
         };
         self.process(pid, e, ts, row, any, trail_acc);
         Ok(())
     }
 
+    /// The partition of `e`, created when it is the key's first event.
+    #[inline]
+    fn partition_of(&mut self, e: &E) -> u32 {
+        let prog = &self.prog;
+        let key = partition_key(prog, e);
+        if let Some(p) = self.index.get(&key) {
+            return p;
+        }
+        let p = self.parts.len() as u32;
+        self.parts.push(Partition {
+            key,
+            runs: RunSet::new(prog.regs),
+            pending: RunSet::new(prog.regs),
+            log: NegLog::default(),
+        });
+        self.timer_ids.push(None);
+        self.scheduled.push(Timestamp::MAX);
+        self.hot.push(Hot { next_pos: 0, live: 0, hist_head: 0, hist_len: 0, ring: [Value::Null; INLINE_RING] });
+        if !self.shape.inline() {
+            self.ring.resize(self.ring.len() + self.shape.stride(), Value::Null);
+        }
+        self.index.insert(key, p);
+        p
+    }
+
     /// Runs the type tests for `e` into `acc` / `neg_acc`; returns whether
     /// anything accepts it and whether the trailing negation does.
-    #[inline]
+    #[inline(always)]
     fn accept(&mut self, e: &E) -> (bool, bool) {
         let kind = if self.prog.accepts_by_kind { e.kind() } else { None };
         if let Some(k) = kind
@@ -688,6 +774,13 @@ impl<E: StreamEvent> Engine<E> {
             self.neg_acc = neg;
             return (acc != 0 || neg != 0 || trail == 1, trail == 1);
         }
+        self.run_type_tests(e, kind)
+    }
+
+    /// [`accept`](Self::accept) without a cached answer: runs the tests
+    /// (and caches the answer for the kind).
+    #[inline(never)]
+    fn run_type_tests(&mut self, e: &E, kind: Option<u32>) -> (bool, bool) {
         let prog = &self.prog;
         let mut acc = 0u64;
         for (j, el) in prog.elements.iter().enumerate() {
@@ -731,7 +824,7 @@ impl<E: StreamEvent> Engine<E> {
         self.timers.advance_to(wm, &mut fired);
         for &(_, pid) in &fired {
             self.timer_ids[pid as usize] = None;
-            self.hot[pid as usize].scheduled = Timestamp::MAX;
+            self.scheduled[pid as usize] = Timestamp::MAX;
         }
         for &(_, pid) in &fired {
             self.sweep(pid, wm);
@@ -799,8 +892,9 @@ impl<E: StreamEvent> Engine<E> {
         let hot = &mut self.hot[pid as usize];
         hot.live = (part.runs.len() + part.pending.len()) as u32;
         let d = part.runs.runs.iter().chain(&part.pending.runs).map(|r| r.expires).min().unwrap_or(Timestamp::MAX);
-        if d < hot.scheduled {
-            hot.scheduled = d;
+        let at = &mut self.scheduled[pid as usize];
+        if d < *at {
+            *at = d;
             let slot = &mut self.timer_ids[pid as usize];
             if let Some(old) = slot.take() {
                 self.timers.cancel(old);
@@ -844,56 +938,73 @@ impl<E: StreamEvent> Engine<E> {
         });
     }
 
+    /// One event of partition `pid`: its frame, the partition's live runs
+    /// (out of line: most events of most keys find none), new partial
+    /// matches, the `PREV` history and the deadlines.
+    #[inline(always)]
     fn process(&mut self, pid: u32, e: &E, ts: Timestamp, row: u64, any: bool, trail_acc: bool) {
-        let Engine {
-            prog,
-            parts,
-            hot,
-            ring,
-            shape,
-            buffer,
-            frame,
-            acc,
-            neg_acc,
-            null_regs,
-            child_regs,
-            extra,
-            done_runs,
-            deferred_mask,
-            max_runs,
-            stats,
-            ..
-        } = self;
-        let (shape, acc, neg_acc) = (*shape, *acc, *neg_acc);
-        let h = &mut hot[pid as usize];
-        let ring: &mut [Value] = if shape.inline() {
-            &mut h.ring[..shape.stride()]
-        } else {
-            &mut ring[pid as usize * shape.stride()..(pid as usize + 1) * shape.stride()]
-        };
+        let shape = self.shape;
+        let h = &mut self.hot[pid as usize];
         let pos = h.next_pos;
         h.next_pos += 1;
+        let live = h.live > 0;
         if any {
-            for (slot, f) in frame.iter_mut().zip(&prog.frame) {
-                *slot = match f {
-                    FrameSlot::At(i) => e.field(*i),
-                    FrameSlot::Field(x) => x(e),
-                    FrameSlot::Prev { col, n } => shape.get(ring, h.hist_head, h.hist_len, *n, *col),
-                };
+            let (head, len) = (h.hist_head, h.hist_len);
+            let ring: &[Value] = if shape.inline() {
+                &h.ring[..shape.stride()]
+            } else {
+                &self.ring[pid as usize * shape.stride()..(pid as usize + 1) * shape.stride()]
+            };
+            let frame = &mut self.frame[..];
+            for &(slot, i) in &self.plan.fields {
+                frame[slot as usize] = e.field(i);
+            }
+            for &(slot, col, n) in &self.plan.prevs {
+                frame[slot as usize] = shape.get(ring, head, len, n as usize, col as usize);
+            }
+            for &slot in &self.plan.computed {
+                if let FrameSlot::Field(x) = &self.prog.frame[slot as usize] {
+                    frame[slot as usize] = x(e);
+                }
             }
         }
-        let live = h.live > 0;
+        if live {
+            self.offer(pid, e, ts, pos, row, any, trail_acc);
+        }
+        let mut pending_added = false;
+        if any {
+            for s in 0..self.starts.len() {
+                let j = self.starts[s] as usize;
+                if self.acc >> j & 1 == 1 && conds_ok(&self.prog, j, e, &self.frame, &self.null_regs, 0) {
+                    pending_added |= self.start(pid, j, ts, pos, row);
+                }
+            }
+        }
+        if shape.depth > 0 {
+            self.remember(pid, e, any);
+        }
+        if live || pending_added || !self.extra.runs.is_empty() || !self.done_runs.is_empty() {
+            self.settle_partition(pid, pos);
+        }
+        self.emit_done();
+    }
+
+    /// Offers the event to the live runs of partition `pid`: a trailing
+    /// negation kills pending matches whose quiet period it falls in; each
+    /// run may bind it (children go to `extra`, matches to `done_runs`) and
+    /// survives or not by the strategy; middle negations block edges.
+    #[allow(clippy::too_many_arguments)]
+    #[inline(never)]
+    fn offer(&mut self, pid: u32, e: &E, ts: Timestamp, pos: u64, row: u64, any: bool, trail_acc: bool) {
+        let Engine { prog, parts, buffer, frame, acc, neg_acc, child_regs, extra, done_runs, .. } = self;
+        let (frame, acc, neg_acc) = (&frame[..], *acc, *neg_acc);
         let part = &mut parts[pid as usize];
 
-        // 1. A trailing negation kills pending matches whose quiet period it falls in.
-        if live
-            && trail_acc
-            && let Some(t) = &prog.trailing
-        {
+        if trail_acc && let Some(t) = &prog.trailing {
             let mut w = 0;
             for i in 0..part.pending.len() {
                 let r = part.pending.runs[i];
-                let kill = ts <= r.expires && t.conds.iter().all(|c| (c.pred)(e, frame, part.pending.regs(i)));
+                let kill = ts <= r.expires && t.conds.iter().all(|c| c.test(e, frame, part.pending.regs(i)));
                 if kill {
                     buffer.release(r.node);
                 } else {
@@ -904,13 +1015,11 @@ impl<E: StreamEvent> Engine<E> {
             part.pending.truncate(w);
         }
 
-        // 2. Offer the event to every live run.
         let strategy = prog.strategy;
         let stride = prog.regs;
         let g = &prog.graph;
-        let n = if live { part.runs.len() } else { 0 };
         let mut w = 0;
-        for i in 0..n {
+        for i in 0..part.runs.len() {
             let mut run = part.runs.runs[i];
             if run.expires < ts || run.expires_pos < pos {
                 buffer.release(run.node);
@@ -966,7 +1075,7 @@ impl<E: StreamEvent> Engine<E> {
                     {
                         continue;
                     }
-                    if neg.early.iter().all(|c| (c.pred)(e, frame, regs)) {
+                    if neg.early.iter().all(|c| c.test(e, frame, regs)) {
                         run.block_at = neg.after as u16;
                     }
                 }
@@ -980,55 +1089,77 @@ impl<E: StreamEvent> Engine<E> {
             part.runs.move_to(i, w);
             w += 1;
         }
-        if live {
-            part.runs.truncate(w);
-        }
+        part.runs.truncate(w);
+    }
 
-        // 3. The event may start new partial matches.
-        let mut pending_added = false;
-        if any {
-            for &j in &g.start {
-                let j = j as usize;
-                if acc >> j & 1 == 0
-                    || !completions_ok(prog, 0, j, null_regs)
-                    || !conds_ok(prog, j, e, frame, null_regs, 0)
-                {
-                    continue;
+    /// The event starts a partial match at element `j` (its conditions
+    /// hold); returns whether a pending match was added.
+    #[inline(never)]
+    fn start(&mut self, pid: u32, j: usize, ts: Timestamp, pos: u64, row: u64) -> bool {
+        let Engine { prog, parts, buffer, frame, null_regs, child_regs, extra, done_runs, .. } = self;
+        let part = &mut parts[pid as usize];
+        child_regs.copy_from_slice(null_regs);
+        let step = Step { frame, ts, pos, row };
+        match bind(prog, buffer, &part.log, step, child_regs, None, j, 0) {
+            Some(child) => settle(prog, buffer, child, child_regs, &part.log, extra, &mut part.pending, done_runs),
+            None => false,
+        }
+    }
+
+    /// Pushes the event's `PREV` columns onto partition `pid`'s history.
+    #[inline(always)]
+    fn remember(&mut self, pid: u32, e: &E, any: bool) {
+        let shape = self.shape;
+        let h = &mut self.hot[pid as usize];
+        let base = shape.push(&mut h.hist_head, &mut h.hist_len);
+        let row = if shape.inline() {
+            &mut h.ring[base..base + shape.cols]
+        } else {
+            let at = pid as usize * shape.stride() + base;
+            &mut self.ring[at..at + shape.cols]
+        };
+        match &self.hist_in_frame {
+            Some(slots) if any => {
+                for (v, &s) in row.iter_mut().zip(slots) {
+                    *v = self.frame[s];
                 }
-                child_regs.copy_from_slice(null_regs);
-                let step = Step { frame, ts, pos, row };
-                if let Some(child) = bind(prog, buffer, &part.log, step, child_regs, None, j, 0) {
-                    pending_added |=
-                        settle(prog, buffer, child, child_regs, &part.log, extra, &mut part.pending, done_runs);
+            }
+            _ => {
+                for (v, f) in row.iter_mut().zip(&self.prog.history) {
+                    *v = match f {
+                        FrameSlot::At(i) => e.field(*i),
+                        FrameSlot::Field(x) => x(e),
+                        FrameSlot::Prev { .. } => Value::Null,
+                    };
                 }
             }
         }
-        let touched = live || !extra.runs.is_empty() || !done_runs.is_empty() || pending_added;
+    }
+
+    /// After an event changed partition `pid`'s partial matches: adds the
+    /// new runs (within the key's cap), logs the event for deferred
+    /// negations, queues the matches that became final, and reschedules
+    /// the partition's timer.
+    #[inline(never)]
+    fn settle_partition(&mut self, pid: u32, pos: u64) {
+        let Engine { parts, buffer, frame, neg_acc, extra, deferred_mask, max_runs, stats, .. } = self;
+        let part = &mut parts[pid as usize];
         if !extra.runs.is_empty() {
             part.runs.append(extra);
+            // Only new runs can take a key past its cap.
+            if part.runs.len() > *max_runs {
+                stats.dropped += part.runs.drop_oldest(part.runs.len() - *max_runs, buffer) as u64;
+            }
         }
-        if part.runs.len() > *max_runs {
-            stats.dropped += part.runs.drop_oldest(part.runs.len() - *max_runs, buffer) as u64;
-        }
-
-        // 4. Bookkeeping: the negation log, PREV history, deadlines.
-        if *deferred_mask != 0 && touched {
-            let mask = neg_acc & *deferred_mask;
+        if *deferred_mask != 0 {
+            let mask = *neg_acc & *deferred_mask;
             if mask != 0 && !part.runs.runs.is_empty() {
                 part.log.push(pos, mask, frame);
             }
             let min_start = part.runs.runs.iter().map(|r| r.start_pos).min().unwrap_or(u64::MAX);
             part.log.prune(min_start, frame.len());
         }
-        if shape.depth > 0 {
-            let values = prog.history.iter().map(|f| match f {
-                FrameSlot::At(i) => e.field(*i),
-                FrameSlot::Field(x) => x(e),
-                FrameSlot::Prev { .. } => Value::Null,
-            });
-            shape.push(ring, &mut h.hist_head, &mut h.hist_len, values);
-        }
-        if !done_runs.is_empty() {
+        if !self.done_runs.is_empty() {
             let mut finished = std::mem::take(&mut self.done_runs);
             for r in &finished {
                 self.queue_done(pid, r);
@@ -1036,10 +1167,7 @@ impl<E: StreamEvent> Engine<E> {
             finished.clear();
             self.done_runs = finished;
         }
-        if touched {
-            self.reschedule(pid);
-        }
-        self.emit_done();
+        self.reschedule(pid);
     }
 
     /// Emits the queued final matches: selection, order, after-match skip.
@@ -1189,7 +1317,7 @@ fn completions_ok<E>(prog: &Program<E>, lo: usize, hi: usize, regs: &[Value]) ->
 }
 
 fn conds_ok<E>(prog: &Program<E>, j: usize, e: &E, frame: &[Value], regs: &[Value], count_before: u32) -> bool {
-    prog.elements[j].conds.iter().all(|c| (c.skip_first && count_before == 0) || (c.pred)(e, frame, regs))
+    prog.elements[j].conds.iter().all(|c| (c.skip_first && count_before == 0) || c.test(e, frame, regs))
 }
 
 /// Whether a deferred negation's region holds a matching candidate.
@@ -1304,6 +1432,46 @@ fn settle<E>(
         buffer.release(child.node);
     }
     pended
+}
+
+/// A program's frame slots by kind, so that filling a frame runs three
+/// simple loops rather than a `match` per slot (whose merged arms compile
+/// to a piecewise copy through the stack).
+#[derive(Clone, Debug, Default)]
+struct FramePlan {
+    /// (slot, field index).
+    fields: Vec<(u16, u32)>,
+    /// (slot, history column, events back).
+    prevs: Vec<(u16, u32, u32)>,
+    /// Slots read by closures.
+    computed: Vec<u16>,
+}
+
+impl FramePlan {
+    fn of<E>(prog: &Program<E>) -> FramePlan {
+        let mut plan = FramePlan::default();
+        for (slot, f) in prog.frame.iter().enumerate() {
+            let slot = slot as u16;
+            match f {
+                FrameSlot::At(i) => plan.fields.push((slot, *i)),
+                FrameSlot::Prev { col, n } => plan.prevs.push((slot, *col as u32, *n as u32)),
+                FrameSlot::Field(_) => plan.computed.push(slot),
+            }
+        }
+        plan
+    }
+}
+
+/// The frame slot holding each history column, when every column is a
+/// field the frame reads too.
+fn history_in_frame<E>(prog: &Program<E>) -> Option<Vec<usize>> {
+    prog.history
+        .iter()
+        .map(|h| match h {
+            FrameSlot::At(i) => prog.frame.iter().position(|f| matches!(f, FrameSlot::At(j) if j == i)),
+            _ => None,
+        })
+        .collect()
 }
 
 /// The partition key of `e` (NULL without a partition).

@@ -104,6 +104,18 @@ impl<E> Cond<E> {
     }
 }
 
+impl<E> Cond<E> {
+    /// Runs the test: through [`frame_pred`](Self::frame_pred) when there
+    /// is one (one indirect call instead of two).
+    #[inline(always)]
+    pub fn test(&self, e: &E, frame: &[Value], regs: &[Value]) -> bool {
+        match &self.frame_pred {
+            Some(p) => p(frame, regs),
+            None => (self.pred)(e, frame, regs),
+        }
+    }
+}
+
 /// A condition over registers only, with its text.
 pub struct Completion {
     /// The test.

@@ -149,6 +149,21 @@ impl<E: StreamEvent> QueryEngine<E> {
         }
     }
 
+    /// Processes events in order (see [`Engine::push_batch`]); stops at the
+    /// first late event, with its index.
+    #[inline]
+    pub fn push_batch(&mut self, events: &[E]) -> Result<(), (usize, LateEvent)> {
+        match self {
+            QueryEngine::Run(x) => x.push_batch(events),
+            QueryEngine::Stack(x) => {
+                for (i, e) in events.iter().enumerate() {
+                    x.push(e).map_err(|late| (i, late))?;
+                }
+                Ok(())
+            }
+        }
+    }
+
     /// Moves the watermark (see [`Engine::advance`]).
     pub fn advance(&mut self, wm: Timestamp) {
         match self {

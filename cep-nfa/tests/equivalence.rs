@@ -1,6 +1,7 @@
 //! The run engine against the reference matcher (`cep_nfa::reference`) on
 //! random small streams and random queries, per strategy: the same matches,
-//! in the same emission order, and an empty buffer at the end.
+//! in the same emission order, and an empty buffer at the end; and
+//! `push_batch` against `push`.
 
 mod support;
 
@@ -31,6 +32,21 @@ fn check(case: &Case) -> Result<(), TestCaseError> {
     engine.finish();
     got.extend(engine.drain().map(to_ref));
     prop_assert_eq!(engine.stats().nodes, 0, "buffer not empty after finish");
+    // The same stream in batches gives the same matches in the same order:
+    // small batches (so that later batches look up partitions that exist)
+    // and the whole stream at once.
+    for size in [2 + case.events.len() % 4, case.events.len().max(1)] {
+        let prog = compile_file(&file, &mut schema, &Options::default()).unwrap().programs.remove(0);
+        let mut batched = Engine::new(prog);
+        let mut by_batch = Vec::new();
+        for chunk in case.events.chunks(size) {
+            batched.push_batch(chunk).map_err(|(_, l)| TestCaseError::fail(l.to_string()))?;
+            by_batch.extend(batched.drain().map(to_ref));
+        }
+        batched.finish();
+        by_batch.extend(batched.drain().map(to_ref));
+        prop_assert_eq!(&by_batch, &got, "push_batch in batches of {} differs from push", size);
+    }
     let want = reference::run(&file.statements[0], &case.events, &case.schema, TimeUnit::Millis);
     if got != want {
         let show = |ms: &[RefMatch]| -> String {

@@ -31,7 +31,7 @@ use crate::RunnerSnapshot;
 /// The first bytes of a checkpoint file.
 pub const MAGIC: &[u8; 8] = b"CEPCKPT\0";
 /// The version of the payload's shape.
-pub const FORMAT_VERSION: u32 = 1;
+pub const FORMAT_VERSION: u32 = 2;
 /// The version of the key-to-shard hash.
 pub const HASH_VERSION: u32 = 2;
 

@@ -220,10 +220,156 @@ fn cmp_fn(op: BinOp, a: &Node, b: &Node) -> BoolFn {
     }
 }
 
+/// An int side of a comparison as the fast path reads it: a frame slot or a
+/// register times `mul` plus `add` (`s.price * 100`, `a.x - 5`, plain
+/// `s.vol` with 1 and 0), or a constant. One shape for every arithmetic
+/// operator keeps the number of compiled comparison closures small (three
+/// side kinds, four operators) with no operator dispatch per event.
+trait IntSide: Copy + Send + Sync + 'static {
+    fn int(self, f: &[Value], g: &[Value]) -> Option<i64>;
+}
+
+#[derive(Clone, Copy)]
+struct SlotAffine {
+    at: usize,
+    mul: i64,
+    add: i64,
+}
+
+#[derive(Clone, Copy)]
+struct RegAffine {
+    at: usize,
+    mul: i64,
+    add: i64,
+}
+
+#[derive(Clone, Copy)]
+struct IntConst(i64);
+
+#[inline(always)]
+fn affine(v: Value, mul: i64, add: i64) -> Option<i64> {
+    match v {
+        Value::Int(x) => x.checked_mul(mul)?.checked_add(add),
+        _ => None,
+    }
+}
+
+impl IntSide for SlotAffine {
+    #[inline(always)]
+    fn int(self, f: &[Value], _: &[Value]) -> Option<i64> {
+        affine(f[self.at], self.mul, self.add)
+    }
+}
+
+impl IntSide for RegAffine {
+    #[inline(always)]
+    fn int(self, _: &[Value], g: &[Value]) -> Option<i64> {
+        affine(g[self.at], self.mul, self.add)
+    }
+}
+
+impl IntSide for IntConst {
+    #[inline(always)]
+    fn int(self, _: &[Value], _: &[Value]) -> Option<i64> {
+        Some(self.0)
+    }
+}
+
+/// A leaf in its int fast-path shape, when it has one.
+#[derive(Clone, Copy)]
+enum Side {
+    Slot(SlotAffine),
+    Reg(RegAffine),
+    Const(IntConst),
+}
+
+impl Side {
+    fn of(leaf: Leaf) -> Option<Side> {
+        let lin = |op: BinOp, c: Value| -> Option<(i64, i64)> {
+            let Value::Int(c) = c else { return None };
+            match op {
+                BinOp::Add => Some((1, c)),
+                BinOp::Sub => Some((1, c.checked_neg()?)),
+                BinOp::Mul => Some((c, 0)),
+                _ => None,
+            }
+        };
+        Some(match leaf {
+            Leaf::Const(Value::Int(c)) => Side::Const(IntConst(c)),
+            Leaf::Const(_) => return None,
+            Leaf::Slot(at) => Side::Slot(SlotAffine { at, mul: 1, add: 0 }),
+            Leaf::Reg(at) => Side::Reg(RegAffine { at, mul: 1, add: 0 }),
+            Leaf::SlotOp(at, op, c) => {
+                let (mul, add) = lin(op, c)?;
+                Side::Slot(SlotAffine { at, mul, add })
+            }
+            Leaf::RegOp(at, op, c) => {
+                let (mul, add) = lin(op, c)?;
+                Side::Reg(RegAffine { at, mul, add })
+            }
+        })
+    }
+}
+
+/// `la op lb` over int sides `a` and `b`, with `op` one of `=`, `!=`,
+/// `<`, `<=` (callers swap the sides for `>` and `>=`); the generic path
+/// (floats, NULL, overflow) evaluates the original leaves with the original
+/// operator.
+fn int_cmp<A: IntSide, B: IntSide>(op: BinOp, a: A, b: B, orig: (BinOp, Leaf, Leaf)) -> BoolFn {
+    // Out of line, so that the fast path saves no registers.
+    #[cold]
+    #[inline(never)]
+    fn slow(orig: &(BinOp, Leaf, Leaf), f: &[Value], g: &[Value]) -> bool {
+        let (op, la, lb) = *orig;
+        ops::compare(op, la.eval(f, g), lb.eval(f, g))
+    }
+    macro_rules! with {
+        ($x:ident, $y:ident, $e:expr) => {
+            Box::new(move |f, g| match (a.int(f, g), b.int(f, g)) {
+                (Some($x), Some($y)) => $e,
+                _ => slow(&orig, f, g),
+            })
+        };
+    }
+    match op {
+        BinOp::Eq => with!(x, y, x == y),
+        BinOp::Ne => with!(x, y, x != y),
+        BinOp::Lt => with!(x, y, x < y),
+        _ => with!(x, y, x <= y),
+    }
+}
+
+/// [`int_cmp`] for the side kinds of `a` and `b`.
+fn side_cmp(op: BinOp, a: Side, b: Side, orig: (BinOp, Leaf, Leaf)) -> BoolFn {
+    macro_rules! pick {
+        ($x:expr) => {
+            match b {
+                Side::Slot(y) => int_cmp(op, $x, y, orig),
+                Side::Reg(y) => int_cmp(op, $x, y, orig),
+                Side::Const(y) => int_cmp(op, $x, y, orig),
+            }
+        };
+    }
+    match a {
+        Side::Slot(x) => pick!(x),
+        Side::Reg(x) => pick!(x),
+        Side::Const(x) => pick!(x),
+    }
+}
+
 /// A comparison of two leaves, with the operator fixed at compile time and
 /// a fast path when both sides are ints (the generic path handles floats,
 /// NULL, strings and overflow).
 fn leaf_cmp(op: BinOp, la: Leaf, lb: Leaf) -> BoolFn {
+    if let (Some(a), Some(b)) = (Side::of(la), Side::of(lb)) {
+        let orig = (op, la, lb);
+        match op {
+            BinOp::Eq | BinOp::Ne | BinOp::Lt | BinOp::Le => return side_cmp(op, a, b, orig),
+            BinOp::Gt => return side_cmp(BinOp::Lt, b, a, orig),
+            BinOp::Ge => return side_cmp(BinOp::Le, b, a, orig),
+            _ => {}
+        }
+    }
     fn make<const OP: u8>(op: BinOp, la: Leaf, lb: Leaf) -> BoolFn {
         Box::new(move |f, g| match (la.eval_int(f, g), lb.eval_int(f, g)) {
             (Some(x), Some(y)) => match OP {
