@@ -28,7 +28,7 @@ use cep_core::{Event, Match, Timestamp, Value};
 use cep_time::wheel::{TimerId, TimerWheel};
 
 use crate::buffer::{Buffer, NIL, Node, NodeId};
-use crate::program::{FrameSlot, Program, RegOp, RegUpdate, Selection, SkipTo, Strategy, Window};
+use crate::program::{FrameSlot, Program, RegOp, RegUpdate, Selection, SharedFramePred, SkipTo, Strategy, Window};
 
 /// What the engine needs from an event besides the program's closures.
 pub trait StreamEvent {
@@ -437,10 +437,36 @@ pub struct Engine<E> {
     hist_in_frame: Option<Vec<usize>>,
     /// How to fill the frame, by kind of slot.
     plan: FramePlan,
+    /// The one `PREV` is `PREV(x)` of a field `x` the frame reads: the
+    /// history is that field's last value, kept while filling the frame.
+    prev1: Option<Prev1>,
     /// The elements an event can start a partial match at, less those
     /// whose skipped elements' completion conditions fail on empty
-    /// registers (a constant).
-    starts: Vec<u16>,
+    /// registers (a constant), with their conditions.
+    starts: Vec<StartTest>,
+}
+
+/// A start element and its conditions, gathered once so that testing an
+/// event for a new partial match calls the predicates directly.
+struct StartTest {
+    elem: u16,
+    /// Conditions over the frame (every condition compiled from text).
+    frame: Vec<SharedFramePred>,
+    /// Indexes of the element's other conditions (builder closures).
+    event: Vec<usize>,
+}
+
+impl StartTest {
+    fn of<E>(prog: &Program<E>, j: u16) -> StartTest {
+        let conds = &prog.elements[j as usize].conds;
+        // `skip_first` conditions never apply to an element's first event.
+        let live = || conds.iter().enumerate().filter(|(_, c)| !c.skip_first);
+        StartTest {
+            elem: j,
+            frame: live().filter_map(|(_, c)| c.frame_pred.clone()).collect(),
+            event: live().filter(|(_, c)| c.frame_pred.is_none()).map(|(i, _)| i).collect(),
+        }
+    }
 }
 
 impl<E: StreamEvent> Engine<E> {
@@ -485,12 +511,13 @@ impl<E: StreamEvent> Engine<E> {
             max_runs: usize::MAX,
             hist_in_frame: history_in_frame(&prog),
             plan: FramePlan::of(&prog),
+            prev1: Prev1::of(&prog),
             starts: prog
                 .graph
                 .start
                 .iter()
-                .copied()
-                .filter(|&j| completions_ok(&prog, 0, j as usize, &vec![Value::Null; stride]))
+                .filter(|&&j| completions_ok(&prog, 0, j as usize, &vec![Value::Null; stride]))
+                .map(|&j| StartTest::of(&prog, j))
                 .collect(),
             prog,
         }
@@ -695,7 +722,7 @@ impl<E: StreamEvent> Engine<E> {
     pub fn push_batch(&mut self, events: &[E]) -> Result<(), (usize, LateEvent)> {
         /// Events looked up ahead: enough misses to overlap, few enough
         /// that their lines are still cached when the events come.
-        const AHEAD: usize = 16;
+        const AHEAD: usize = 8;
         let mut pids = [u32::MAX; AHEAD];
         for (c, chunk) in events.chunks(AHEAD).enumerate() {
             let mut touched = 0u32;
@@ -948,7 +975,20 @@ impl<E: StreamEvent> Engine<E> {
         let pos = h.next_pos;
         h.next_pos += 1;
         let live = h.live > 0;
-        if any {
+        if let (true, Some(p)) = (any, self.prev1) {
+            let frame = &mut self.frame[..];
+            frame[p.prev] = if h.hist_len > 0 { h.ring[0] } else { Value::Null };
+            for &(slot, i) in &self.plan.fields {
+                frame[slot as usize] = e.field(i);
+            }
+            h.ring[0] = frame[p.field];
+            h.hist_len = 1;
+            for &slot in &self.plan.computed {
+                if let FrameSlot::Field(x) = &self.prog.frame[slot as usize] {
+                    frame[slot as usize] = x(e);
+                }
+            }
+        } else if any {
             let (head, len) = (h.hist_head, h.hist_len);
             let ring: &[Value] = if shape.inline() {
                 &h.ring[..shape.stride()]
@@ -971,19 +1011,25 @@ impl<E: StreamEvent> Engine<E> {
         if live {
             self.offer(pid, e, ts, pos, row, any, trail_acc);
         }
-        let mut pending_added = false;
+        let mut started = false;
         if any {
             for s in 0..self.starts.len() {
-                let j = self.starts[s] as usize;
-                if self.acc >> j & 1 == 1 && conds_ok(&self.prog, j, e, &self.frame, &self.null_regs, 0) {
-                    pending_added |= self.start(pid, j, ts, pos, row);
+                let t = &self.starts[s];
+                let j = t.elem as usize;
+                let (frame, regs) = (&self.frame[..], &self.null_regs[..]);
+                if self.acc >> j & 1 == 1
+                    && t.frame.iter().all(|p| p(frame, regs))
+                    && t.event.iter().all(|&c| (self.prog.elements[j].conds[c].pred)(e, frame, regs))
+                {
+                    self.start(pid, j, ts, pos, row);
+                    started = true;
                 }
             }
         }
-        if shape.depth > 0 {
+        if shape.depth > 0 && !(any && self.prev1.is_some()) {
             self.remember(pid, e, any);
         }
-        if live || pending_added || !self.extra.runs.is_empty() || !self.done_runs.is_empty() {
+        if live || started {
             self.settle_partition(pid, pos);
         }
         self.emit_done();
@@ -1093,16 +1139,15 @@ impl<E: StreamEvent> Engine<E> {
     }
 
     /// The event starts a partial match at element `j` (its conditions
-    /// hold); returns whether a pending match was added.
+    /// hold).
     #[inline(never)]
-    fn start(&mut self, pid: u32, j: usize, ts: Timestamp, pos: u64, row: u64) -> bool {
+    fn start(&mut self, pid: u32, j: usize, ts: Timestamp, pos: u64, row: u64) {
         let Engine { prog, parts, buffer, frame, null_regs, child_regs, extra, done_runs, .. } = self;
         let part = &mut parts[pid as usize];
         child_regs.copy_from_slice(null_regs);
         let step = Step { frame, ts, pos, row };
-        match bind(prog, buffer, &part.log, step, child_regs, None, j, 0) {
-            Some(child) => settle(prog, buffer, child, child_regs, &part.log, extra, &mut part.pending, done_runs),
-            None => false,
+        if let Some(child) = bind(prog, buffer, &part.log, step, child_regs, None, j, 0) {
+            settle(prog, buffer, child, child_regs, &part.log, extra, &mut part.pending, done_runs);
         }
     }
 
@@ -1120,8 +1165,12 @@ impl<E: StreamEvent> Engine<E> {
         };
         match &self.hist_in_frame {
             Some(slots) if any => {
-                for (v, &s) in row.iter_mut().zip(slots) {
-                    *v = self.frame[s];
+                if let ([v], [s]) = (&mut row[..], &slots[..]) {
+                    *v = self.frame[*s];
+                } else {
+                    for (v, &s) in row.iter_mut().zip(slots) {
+                        *v = self.frame[s];
+                    }
                 }
             }
             _ => {
@@ -1459,6 +1508,29 @@ impl FramePlan {
             }
         }
         plan
+    }
+}
+
+/// The common `PREV` shape: one history column, one event back, the column
+/// a field the frame also reads.
+#[derive(Clone, Copy, Debug)]
+struct Prev1 {
+    /// The frame slot of `PREV(x)`.
+    prev: usize,
+    /// The frame slot of `x`.
+    field: usize,
+}
+
+impl Prev1 {
+    fn of<E>(prog: &Program<E>) -> Option<Prev1> {
+        let [FrameSlot::At(col_field)] = &prog.history[..] else { return None };
+        let mut prevs = prog.frame.iter().enumerate().filter(|(_, f)| matches!(f, FrameSlot::Prev { .. }));
+        let (prev, FrameSlot::Prev { col: 0, n: 1 }) = prevs.next()? else { return None };
+        if prevs.next().is_some() || prog.history_depth != 1 {
+            return None;
+        }
+        let field = prog.frame.iter().position(|f| matches!(f, FrameSlot::At(i) if i == col_field))?;
+        Some(Prev1 { prev, field })
     }
 }
 
