@@ -1,10 +1,10 @@
 //! Opening inputs and compiling queries, shared by `run` and `check`.
 
 use std::fs::File;
-use std::io::{self, BufRead, BufReader};
+use std::io::{self, BufRead, BufReader, Seek, SeekFrom};
 use std::path::Path;
 
-use cep_core::{Event, Format, ReadError, Reader, Schema, TimeUnit};
+use cep_core::{Event, Format, InputPosition, ReadError, Reader, Schema, TimeUnit};
 use cep_nfa::compile::{Compiled, Options, compile};
 
 use crate::Failure;
@@ -68,6 +68,35 @@ pub fn open_events_counted(path: &str, format: Option<&str>, counter: Option<Byt
         }
     };
     Reader::new(src, &name, format).map_err(read_failure)
+}
+
+/// `input` (a file opened by [`open_events_counted`]) reopened at `at`,
+/// one of its [positions](cep_core::Reader::position): the file is seeked
+/// there, so the rows before it are not read again.
+pub fn reopen_events(
+    input: &Input,
+    path: &str,
+    at: InputPosition,
+    counter: Option<BytesRead>,
+) -> Result<Input, Failure> {
+    let cannot = |e: io::Error| Failure::other(format!("cannot reopen {path} at byte {}: {e}", at.byte));
+    let mut f = File::open(path).map_err(cannot)?;
+    let len = f.metadata().map_err(cannot)?.len();
+    if len < at.byte {
+        return Err(Failure::bad_input(format!(
+            "error: cannot resume: {path} has {len} bytes, fewer than the {} the checkpoint read",
+            at.byte
+        )));
+    }
+    f.seek(SeekFrom::Start(at.byte)).map_err(cannot)?;
+    let src: Box<dyn BufRead + Send> = match counter {
+        Some(read) => {
+            read.fetch_add(at.byte, std::sync::atomic::Ordering::Relaxed);
+            Box::new(BufReader::with_capacity(1 << 16, Counted { file: f, read }))
+        }
+        None => Box::new(BufReader::with_capacity(1 << 16, f)),
+    };
+    Ok(input.reopen(src, at))
 }
 
 fn sniff(src: &mut Box<dyn BufRead + Send>) -> io::Result<Format> {

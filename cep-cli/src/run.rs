@@ -5,7 +5,7 @@ use std::io::{self, BufWriter};
 use std::path::PathBuf;
 
 use cep_core::time::{DurationUnit, to_ticks};
-use cep_core::{Event, ReadError, ReadErrorKind};
+use cep_core::{Event, InputPosition, ReadError, ReadErrorKind};
 use cep_index::LevelIndex;
 use cep_index::file::read_alerts;
 use cep_nfa::select::EngineChoice;
@@ -18,7 +18,8 @@ use clap::Args;
 
 use crate::Failure;
 use crate::input::{
-    Input, Prefix, SCHEMA_PREFIX, compile_query, open_events_counted, read_failure, read_prefix, time_unit,
+    Input, Prefix, SCHEMA_PREFIX, compile_query, open_events_counted, read_failure, read_prefix, reopen_events,
+    time_unit,
 };
 use crate::output::Output;
 use crate::progress::Progress;
@@ -141,13 +142,13 @@ pub fn run(args: RunArgs) -> Result<(), Failure> {
     // A progress line on stderr when reading a file with stderr on a terminal.
     let mut progress = Progress::for_input(&args.events);
     let counter = progress.as_ref().map(|p| p.read.clone());
-    let mut input = open_events_counted(&args.events, args.format.as_deref(), counter)?;
+    let mut input = open_events_counted(&args.events, args.format.as_deref(), counter.clone())?;
     let mut skipped = 0u64;
     // A file is read ahead to learn its schema; a stream is not, so that its
     // first matches are not held back (its fields come from the CSV header).
     let streaming = args.events == "-";
     let limit = if streaming { 0 } else { SCHEMA_PREFIX };
-    let prefix = read_prefix(&mut input, limit, skip_bad, &mut skipped);
+    let mut prefix = read_prefix(&mut input, limit, skip_bad, &mut skipped);
     let compile = |schema: &mut cep_core::Schema| -> Result<Runner, Failure> {
         let programs = match &args.query {
             Some(query) => compile_query(query, schema, unit)?.1.programs,
@@ -190,6 +191,18 @@ pub fn run(args: RunArgs) -> Result<(), Failure> {
         _ => None,
     };
     let (position, output_bytes) = resumed.as_ref().map_or((0, 0), |c| (c.position, c.output_bytes));
+    // A file resumed past the rows read ahead is reopened where the
+    // checkpoint left it: the rows before are neither read nor parsed again.
+    if let Some((at, skipped_before)) = resumed.as_ref().and_then(|c| Some((c.input?, c.skipped)))
+        && !streaming
+        && prefix.error.is_none()
+        && !prefix.ended
+        && at.row > input.rows()
+    {
+        input = reopen_events(&input, &args.events, at, counter)?;
+        prefix.events.clear();
+        skipped = skipped_before;
+    }
     let mut state = resumed.map(|c| c.state);
     let restore_failed = |e: String| {
         Failure::bad_input(format!(
@@ -318,13 +331,18 @@ type Sink = JsonLines<BufWriter<Output>>;
 /// Pushes one event; a late event under `--late fail` is an error naming
 /// its place; matches are flushed at once when the input is a stream. An
 /// event a resumed run's checkpoint already covers is skipped; after every
-/// `--checkpoint-every` rows a checkpoint is saved.
+/// `--checkpoint-every` rows a checkpoint is saved, with the input's
+/// position after `e` when the caller knows it and the bad rows skipped so
+/// far.
+#[allow(clippy::too_many_arguments)]
 fn push_event(
     runner: &mut Pipeline,
     sink: &mut Sink,
     e: &Event,
     file: &str,
     line: u64,
+    at: Option<InputPosition>,
+    skipped: u64,
     opts: Options,
     checkpoints: &mut Checkpoints,
 ) -> Result<(), Failure> {
@@ -340,7 +358,7 @@ fn push_event(
         sink.flush().map_err(|io| Failure::other(format!("writing output: {io}")))?;
     }
     if e.row + 1 >= checkpoints.next_at {
-        checkpoints.save(runner, sink, e.row + 1)?;
+        checkpoints.save(runner, sink, e.row + 1, at, skipped)?;
     }
     Ok(())
 }
@@ -367,14 +385,23 @@ impl Checkpoints {
 
     /// Saves the pipeline's state after `position` input rows, once every
     /// match so far is written and synced.
-    fn save(&mut self, runner: &mut Pipeline, sink: &mut Sink, position: u64) -> Result<(), Failure> {
+    fn save(
+        &mut self,
+        runner: &mut Pipeline,
+        sink: &mut Sink,
+        position: u64,
+        input: Option<InputPosition>,
+        skipped: u64,
+    ) -> Result<(), Failure> {
         let Some(dir) = &self.dir else { return Ok(()) };
         let failed = |e: io::Error| Failure::other(format!("cannot save a checkpoint in {}: {e}", dir.display()));
         let state = runner.snapshot(sink).map_err(failed)?;
         sink.flush().map_err(failed)?;
         let out = sink.get_mut().get_mut();
         out.sync().map_err(failed)?;
-        let c = Checkpoint { fingerprint: self.fingerprint, position, output_bytes: out.written(), state };
+        let input = input.filter(|at| at.row == position);
+        let output_bytes = out.written();
+        let c = Checkpoint { fingerprint: self.fingerprint, position, output_bytes, input, skipped, state };
         checkpoint::save(dir, &c).map_err(failed)?;
         self.next_at = position.saturating_add(self.every);
         Ok(())
@@ -481,7 +508,7 @@ fn drive_idle(
                 rows = r;
                 match msg {
                     Ok(Some((e, line))) => {
-                        if let Err(f) = push_event(runner, sink, &e, &file, line, opts, checkpoints) {
+                        if let Err(f) = push_event(runner, sink, &e, &file, line, None, *skipped, opts, checkpoints) {
                             break Err(f);
                         }
                         since = std::time::Instant::now();
@@ -525,9 +552,10 @@ fn drive(
     progress: &mut Option<Progress>,
 ) -> Result<(), Failure> {
     let file = input.file().to_owned();
-    let mut push = |runner: &mut Pipeline, sink: &mut Sink, e: &Event, line: u64| {
-        push_event(runner, sink, e, &file, line, opts, checkpoints)
-    };
+    let mut push =
+        |runner: &mut Pipeline, sink: &mut Sink, e: &Event, line: u64, at: Option<InputPosition>, skipped: u64| {
+            push_event(runner, sink, e, &file, line, at, skipped, opts, checkpoints)
+        };
     let (events, error, ended) = (prefix.events, prefix.error, prefix.ended);
     for (i, (e, line)) in events.iter().enumerate() {
         if let Some((at, err)) = &error
@@ -535,7 +563,7 @@ fn drive(
         {
             return Err(read_failure(err.clone()));
         }
-        push(runner, sink, e, *line)?;
+        push(runner, sink, e, *line, None, *skipped)?;
     }
     if let Some((_, err)) = error {
         return Err(read_failure(err));
@@ -545,7 +573,7 @@ fn drive(
         loop {
             match input.next_event(&mut e) {
                 Ok(true) => {
-                    push(runner, sink, &e, input.last_line())?;
+                    push(runner, sink, &e, input.last_line(), Some(input.position()), *skipped)?;
                     if e.row % 65_536 == 0
                         && let Some(p) = progress
                     {

@@ -3,7 +3,8 @@
 //! each time, ends with exactly the output of an uninterrupted run — the
 //! same lines, none twice, the same late-event file and the same summary
 //! counts. Also: a corrupt newest checkpoint falls back to the previous one;
-//! a checkpoint of other options is refused.
+//! a checkpoint of other options is refused; a resumed run reopens the file
+//! at the checkpoint's byte offset instead of parsing it again.
 
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
@@ -229,6 +230,42 @@ fn resume_on_two_threads_with_string_keys() {
     got.sort();
     assert!(got == want, "{} lines, {} uninterrupted", got.len(), want.len());
     assert_eq!(summary(&o.stderr), want_summary);
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+/// A resumed run reopens the file at the checkpoint's byte offset: rows
+/// before it are not parsed again, so a row there that became unreadable
+/// after the checkpoint does not stop the run (with `--on-bad-row fail`),
+/// and the output is that of the uninterrupted run.
+#[test]
+fn resume_reopens_the_file_where_the_checkpoint_left_it() {
+    let dir = scratch("seek");
+    let base = inputs(&dir, 60_000);
+    let (out, ckpt) = (dir.join("out.jsonl"), dir.join("ckpt"));
+    let args =
+        [&base[..], &["--out", p(&out), "--checkpoint", p(&ckpt), "--checkpoint-every", "10000"].map(String::from)]
+            .concat();
+    let want_summary = run_to_end(&args);
+    let want = std::fs::read_to_string(&out).unwrap();
+    let mut files: Vec<PathBuf> = std::fs::read_dir(&ckpt).unwrap().map(|e| e.unwrap().path()).collect();
+    files.sort();
+    std::fs::remove_file(files.last().unwrap()).unwrap();
+    // Row 30,000 (line 30,002) becomes unreadable, at the same length.
+    let events = dir.join("w1.csv");
+    let text = std::fs::read_to_string(&events).unwrap();
+    let mut lines: Vec<String> = text.lines().map(str::to_owned).collect();
+    lines[30_001] = "x".repeat(lines[30_001].len());
+    std::fs::write(&events, lines.join("\n") + "\n").unwrap();
+    let o = Command::new(CEP).args(&args).arg("--resume").output().unwrap();
+    let stderr = String::from_utf8_lossy(&o.stderr);
+    assert!(o.status.success(), "{stderr}");
+    assert!(stderr.contains("resuming after row 50000"), "{stderr}");
+    assert_eq!(std::fs::read_to_string(&out).unwrap(), want);
+    assert_eq!(summary(&o.stderr), want_summary);
+    // From the start, the same file fails at that row.
+    let o = Command::new(CEP).args(&base).output().unwrap();
+    assert_eq!(o.status.code(), Some(2), "{}", String::from_utf8_lossy(&o.stderr));
+    assert!(String::from_utf8_lossy(&o.stderr).contains(":30002:"), "{}", String::from_utf8_lossy(&o.stderr));
     let _ = std::fs::remove_dir_all(&dir);
 }
 

@@ -11,7 +11,7 @@ pub mod value;
 
 pub use event::{DEFAULT_TYPE, Event};
 pub use matches::{Match, MatchId, match_id};
-pub use read::{Format, ReadError, ReadErrorKind, Reader};
+pub use read::{Format, InputPosition, ReadError, ReadErrorKind, Reader};
 pub use schema::{FieldId, KindSet, Schema, TypeInfo};
 pub use time::{TimeUnit, Timestamp};
 pub use value::{Kind, Sym, Value};

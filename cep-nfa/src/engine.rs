@@ -19,6 +19,14 @@
 //! partition with partial matches has one timer, at its earliest deadline,
 //! on `cep-time`'s hierarchical timing wheel; an event that passes no
 //! deadline does not touch the wheel.
+//!
+//! The per-key record an event reads first ([`Hot`]: position, live count,
+//! `PREV` value) is half a cache line; [`Engine::push_batch`] looks the
+//! partitions of the next events up and reads their records before it
+//! processes them, so that their cache misses overlap. Filling the frame,
+//! testing start conditions and keeping `PREV` are inline; everything about
+//! live partial matches is out of line, since most events of most keys find
+//! none.
 
 use std::cmp::Ordering;
 use std::collections::VecDeque;
@@ -1442,7 +1450,7 @@ fn bind<E>(
 }
 
 /// After a binding: a complete run becomes a match (or a pending one); a
-/// run that can still grow is kept. Returns whether a pending match was added.
+/// run that can still grow is kept.
 #[allow(clippy::too_many_arguments)]
 fn settle<E>(
     prog: &Program<E>,
@@ -1453,9 +1461,8 @@ fn settle<E>(
     keep: &mut RunSet,
     pending: &mut RunSet,
     done: &mut Vec<Run>,
-) -> bool {
+) {
     let j = child.elem as usize;
-    let mut pended = false;
     let g = &prog.graph;
     if g.accepting[j] && completions_ok(prog, j, prog.elements.len(), regs) {
         let negated = prog.negations.iter().enumerate().any(|(gi, neg)| {
@@ -1469,7 +1476,6 @@ fn settle<E>(
                     p.expires = child.last_ts.saturating_add(t.quiet);
                     p.expires_pos = u64::MAX;
                     pending.push(p, regs);
-                    pended = true;
                 }
                 None => done.push(child),
             }
@@ -1480,7 +1486,6 @@ fn settle<E>(
     } else {
         buffer.release(child.node);
     }
-    pended
 }
 
 /// A program's frame slots by kind, so that filling a frame runs three

@@ -49,6 +49,13 @@ pub struct Checkpoint {
     pub position: u64,
     /// Output bytes written (and synced) when the checkpoint was taken.
     pub output_bytes: u64,
+    /// Where the input stood after `position` rows, when the reader knew
+    /// it (a file read in order): a resumed run reopens the input there
+    /// instead of reading the rows before it again.
+    pub input: Option<cep_core::InputPosition>,
+    /// Bad rows skipped among the first `position` (with `input`: a run
+    /// that reopens the input there counts on from it).
+    pub skipped: u64,
     /// The engines' state.
     pub state: PipelineSnapshot,
 }
@@ -101,7 +108,7 @@ impl std::error::Error for LoadError {}
 /// use cep_runtime::checkpoint::{decode, encode};
 /// # use cep_runtime::{Runner, checkpoint::{Checkpoint, PipelineSnapshot}};
 /// # let state = PipelineSnapshot::One(Runner::new(Vec::new()).snapshot().unwrap());
-/// let c = Checkpoint { fingerprint: 7, position: 1000, output_bytes: 42, state };
+/// let c = Checkpoint { fingerprint: 7, position: 1000, output_bytes: 42, input: None, skipped: 0, state };
 /// let mut bytes = encode(&c);
 /// assert_eq!(decode(&bytes).unwrap().position, 1000);
 /// let last = bytes.len() - 5;

@@ -47,6 +47,8 @@ fn round_trip(r: &mut Runner) -> cep_runtime::RunnerSnapshot {
         fingerprint: 1,
         position: 0,
         output_bytes: 0,
+        input: None,
+        skipped: 0,
         state: PipelineSnapshot::One(r.snapshot().unwrap()),
     };
     match checkpoint::decode(&checkpoint::encode(&c)).unwrap().state {
@@ -120,6 +122,8 @@ fn check_sharded(case: &Case, delay: i64, seed: u64, cut: usize) -> Result<(), T
         fingerprint: 1,
         position: cut as u64,
         output_bytes: 0,
+        input: None,
+        skipped: 0,
         state: PipelineSnapshot::Sharded(first.checkpoint(&mut out).unwrap()),
     };
     drop(first); // the crash: its threads stop
@@ -224,7 +228,7 @@ impl Drop for Scratch {
 
 fn numbered(position: u64) -> Checkpoint {
     let state = PipelineSnapshot::One(Runner::new(Vec::new()).snapshot().unwrap());
-    Checkpoint { fingerprint: 9, position, output_bytes: position * 10, state }
+    Checkpoint { fingerprint: 9, position, output_bytes: position * 10, input: None, skipped: 0, state }
 }
 
 fn files(dir: &std::path::Path) -> Vec<String> {
