@@ -989,7 +989,9 @@ impl<E: StreamEvent> Engine<E> {
             for &(slot, i) in &self.plan.fields {
                 frame[slot as usize] = e.field(i);
             }
-            h.ring[0] = frame[p.field];
+            // From the event, not from the frame: a 16-byte load of a value
+            // just stored as two words would stall store forwarding.
+            h.ring[0] = e.field(p.column);
             h.hist_len = 1;
             for &slot in &self.plan.computed {
                 if let FrameSlot::Field(x) = &self.prog.frame[slot as usize] {
@@ -1522,8 +1524,8 @@ impl FramePlan {
 struct Prev1 {
     /// The frame slot of `PREV(x)`.
     prev: usize,
-    /// The frame slot of `x`.
-    field: usize,
+    /// The event field `x`.
+    column: u32,
 }
 
 impl Prev1 {
@@ -1534,8 +1536,9 @@ impl Prev1 {
         if prevs.next().is_some() || prog.history_depth != 1 {
             return None;
         }
-        let field = prog.frame.iter().position(|f| matches!(f, FrameSlot::At(i) if i == col_field))?;
-        Some(Prev1 { prev, field })
+        // The frame reads `x` too, so the event has it whenever the frame is filled.
+        prog.frame.iter().position(|f| matches!(f, FrameSlot::At(i) if i == col_field))?;
+        Some(Prev1 { prev, column: *col_field })
     }
 }
 
