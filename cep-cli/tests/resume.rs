@@ -60,6 +60,29 @@ fn inputs_keyed(dir: &Path, ticks: usize, prefix: &str) -> Vec<String> {
         .to_vec()
 }
 
+/// A run to the end over [`inputs`] with checkpoints: its arguments, output
+/// file and output, summary, and the checkpoint files kept (oldest first).
+struct Checkpointed {
+    args: Vec<String>,
+    out: PathBuf,
+    want: String,
+    want_summary: String,
+    files: Vec<PathBuf>,
+}
+
+fn checkpointed(dir: &Path, ticks: usize, every: &str) -> Checkpointed {
+    let base = inputs(dir, ticks);
+    let (out, ckpt) = (dir.join("out.jsonl"), dir.join("ckpt"));
+    let args =
+        [&base[..], &["--out", p(&out), "--checkpoint", p(&ckpt), "--checkpoint-every", every].map(String::from)]
+            .concat();
+    let want_summary = run_to_end(&args);
+    let want = std::fs::read_to_string(&out).unwrap();
+    let mut files: Vec<PathBuf> = std::fs::read_dir(&ckpt).unwrap().map(|e| e.unwrap().path()).collect();
+    files.sort();
+    Checkpointed { args, out, want, want_summary, files }
+}
+
 fn summary(stderr: &[u8]) -> String {
     String::from_utf8_lossy(stderr).lines().find(|l| l.starts_with("summary:")).unwrap_or("").to_owned()
 }
@@ -172,15 +195,7 @@ fn killed_and_resumed_on_two_threads_equals_an_uninterrupted_run() {
 #[test]
 fn resume_with_a_corrupt_newest_checkpoint_uses_the_previous_one() {
     let dir = scratch("corrupt");
-    let base = inputs(&dir, 60_000);
-    let (out, ckpt) = (dir.join("out.jsonl"), dir.join("ckpt"));
-    let args =
-        [&base[..], &["--out", p(&out), "--checkpoint", p(&ckpt), "--checkpoint-every", "10000"].map(String::from)]
-            .concat();
-    let want_summary = run_to_end(&args);
-    let want = std::fs::read_to_string(&out).unwrap();
-    let mut files: Vec<PathBuf> = std::fs::read_dir(&ckpt).unwrap().map(|e| e.unwrap().path()).collect();
-    files.sort();
+    let Checkpointed { args, out, want, want_summary, files } = checkpointed(&dir, 60_000, "10000");
     assert_eq!(files.len(), 2, "the newest two are kept: {files:?}");
     let newest = files.last().unwrap();
     let mut bytes = std::fs::read(newest).unwrap();
@@ -240,15 +255,7 @@ fn resume_on_two_threads_with_string_keys() {
 #[test]
 fn resume_reopens_the_file_where_the_checkpoint_left_it() {
     let dir = scratch("seek");
-    let base = inputs(&dir, 60_000);
-    let (out, ckpt) = (dir.join("out.jsonl"), dir.join("ckpt"));
-    let args =
-        [&base[..], &["--out", p(&out), "--checkpoint", p(&ckpt), "--checkpoint-every", "10000"].map(String::from)]
-            .concat();
-    let want_summary = run_to_end(&args);
-    let want = std::fs::read_to_string(&out).unwrap();
-    let mut files: Vec<PathBuf> = std::fs::read_dir(&ckpt).unwrap().map(|e| e.unwrap().path()).collect();
-    files.sort();
+    let Checkpointed { args, out, want, want_summary, files } = checkpointed(&dir, 60_000, "10000");
     std::fs::remove_file(files.last().unwrap()).unwrap();
     // Row 30,000 (line 30,002) becomes unreadable, at the same length.
     let events = dir.join("w1.csv");
@@ -263,7 +270,7 @@ fn resume_reopens_the_file_where_the_checkpoint_left_it() {
     assert_eq!(std::fs::read_to_string(&out).unwrap(), want);
     assert_eq!(summary(&o.stderr), want_summary);
     // From the start, the same file fails at that row.
-    let o = Command::new(CEP).args(&base).output().unwrap();
+    let o = Command::new(CEP).args(&args).output().unwrap();
     assert_eq!(o.status.code(), Some(2), "{}", String::from_utf8_lossy(&o.stderr));
     assert!(String::from_utf8_lossy(&o.stderr).contains(":30002:"), "{}", String::from_utf8_lossy(&o.stderr));
     let _ = std::fs::remove_dir_all(&dir);
