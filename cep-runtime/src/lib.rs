@@ -564,6 +564,64 @@ impl Runner {
         self.feed(e, mask, sink)
     }
 
+    /// [`push_for`](Self::push_for) for a run of events with the same
+    /// mask. With one query and no level alerts, the query's engine gets
+    /// the run as one batch ([`Engine::push_batch`](cep_nfa::engine::Engine::push_batch),
+    /// which overlaps the cache misses of its events) and the matches come
+    /// out in the same order as event by event; otherwise the events go one
+    /// by one.
+    ///
+    /// # Examples
+    /// ```
+    /// use cep_core::{Event, Match, Schema, Sym, Value};
+    /// use cep_nfa::compile::{compile, Options};
+    /// use cep_runtime::{QueryInfo, Runner};
+    ///
+    /// let q = "PATTERN SEQ(A a, B b) WHERE [k]";
+    /// let mut runner = Runner::new(compile(q, &mut Schema::new(), &Options::default()).unwrap().programs);
+    /// let ev = |ty: &str, ts, k| Event::new(Sym::new(ty), ts, ts as u64, vec![Value::Int(k)]);
+    /// let events = [ev("A", 0, 1), ev("A", 1, 2), ev("B", 2, 2), ev("B", 3, 1)];
+    /// let mut got = Vec::new();
+    /// runner.push_batch_for(&events, u64::MAX, &mut |_: &QueryInfo, m: &Match| got.push(m.rows.clone())).unwrap();
+    /// assert_eq!(got, [vec![1, 2], vec![0, 3]]);
+    /// ```
+    pub fn push_batch_for(&mut self, events: &[Event], mask: u64, sink: &mut impl Sink) -> Result<(), PushError> {
+        let batched = self.engines.len() == 1
+            && mask & 1 == 1
+            && (mask & LEVELS_BIT == 0 || self.levels.is_none())
+            && !self.forward;
+        if !batched {
+            for e in events {
+                self.push_for(e, mask, sink)?;
+            }
+            return Ok(());
+        }
+        let mut start = 0;
+        for (i, e) in events.iter().enumerate() {
+            if let Err(wm) = self.watermark.observe(e.ts) {
+                self.feed_run(&events[start..i], sink)?;
+                self.on_late(e, wm)?;
+                start = i + 1;
+            }
+        }
+        self.feed_run(&events[start..], sink)
+    }
+
+    /// Gives events in event-time order to the one engine as a batch.
+    fn feed_run(&mut self, events: &[Event], sink: &mut impl Sink) -> Result<(), PushError> {
+        if events.is_empty() {
+            return Ok(());
+        }
+        let before = self.summary.events;
+        self.summary.events += events.len() as u64;
+        self.engines[0].push_batch(events).map_err(|(_, late)| late).expect("the runner orders events");
+        emit(0, &mut self.engines[0], &self.infos, &mut self.summary, sink)?;
+        if before / STATS_SAMPLE != self.summary.events / STATS_SAMPLE {
+            let _ = self.sample();
+        }
+        Ok(())
+    }
+
     /// Processes one event (or, with a delay, holds it until its turn).
     pub fn push(&mut self, e: &Event, sink: &mut impl Sink) -> Result<(), PushError> {
         let Some(reorder) = &mut self.reorder else {

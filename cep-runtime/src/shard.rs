@@ -50,6 +50,12 @@
 //! reader, but every shard then reads and hashes every event, and it ran
 //! 10–20 % slower than routing.
 //!
+//! A shard rebuilds a batch's events from the flat rows into a reused
+//! vector and hands each run of events bound for the same queries to its
+//! runner at once ([`Runner::push_batch_for`]): with one query, its engine
+//! looks the partitions of the run up ahead, so their cache misses overlap
+//! (W5: the two-thread runtime went from about 25 M to 31–34 M events/s).
+//!
 //! Matches are the same multiset as on one thread; their order between
 //! shards is not (within a key it is).
 
@@ -259,7 +265,7 @@ impl ShardedRunner {
         let mut handles = Vec::with_capacity(n);
         for (i, runner) in shards.into_iter().enumerate() {
             let (tx, shard_rx) = bounded(IN_FLIGHT);
-            let shard = Shard { me: i, runner, rx: shard_rx, out: out_tx.clone(), scratch: Event::default() };
+            let shard = Shard { me: i, runner, rx: shard_rx, out: out_tx.clone(), events: Vec::new() };
             let handle = std::thread::Builder::new()
                 .name(format!("cep-shard-{i}"))
                 .spawn(move || shard.run())
@@ -787,8 +793,9 @@ struct Shard {
     runner: Runner,
     rx: Receiver<ToShard>,
     out: Sender<FromShard>,
-    /// The event at hand, rebuilt from a batch's flat rows.
-    scratch: Event,
+    /// A batch's events, rebuilt from its flat rows (reused: each keeps
+    /// its fields vector).
+    events: Vec<Event>,
 }
 
 impl Shard {
@@ -833,17 +840,28 @@ impl Shard {
         Ok(())
     }
 
-    /// Runs the events of a batch, then its watermark.
+    /// Runs the events of a batch, then its watermark: the events rebuilt
+    /// from the flat rows, then each run of events for the same queries
+    /// given to the runner at once.
     fn batch(&mut self, batch: &Batch, sink: &mut JsonLines<Vec<u8>>) -> Result<(), PushError> {
+        let n = batch.heads.len();
+        if self.events.len() < n {
+            self.events.resize_with(n, Event::default);
+        }
         let mut values = &batch.values[..];
-        for h in &batch.heads {
+        for (h, e) in batch.heads.iter().zip(&mut self.events) {
             let (fields, rest) = values.split_at(h.fields as usize);
             values = rest;
-            let e = &mut self.scratch;
             (e.ty, e.ts, e.row) = (h.ty, h.ts, h.row);
             e.fields.clear();
             e.fields.extend_from_slice(fields);
-            self.runner.push_for(e, h.mask, sink)?;
+        }
+        let mut start = 0;
+        while start < n {
+            let mask = batch.heads[start].mask;
+            let len = batch.heads[start..].iter().take_while(|h| h.mask == mask).count();
+            self.runner.push_batch_for(&self.events[start..start + len], mask, sink)?;
+            start += len;
         }
         if batch.wm > Timestamp::MIN {
             self.runner.advance_watermark(batch.wm, sink)?;

@@ -1,6 +1,8 @@
 //! Event time through the runner: any input shuffled within the allowed
 //! delay gives exactly the output of the sorted input (issue 4), for random
-//! queries of every strategy (the generator of cep-nfa's property tests).
+//! queries of every strategy (the generator of cep-nfa's property tests);
+//! and runs of events given at once (`push_batch_for`, late ones among
+//! them) give what they give one by one.
 
 #[path = "../../cep-nfa/tests/support/mod.rs"]
 mod support;
@@ -23,6 +25,28 @@ fn run(case: &Case, events: &[Event], max_delay: i64) -> (Vec<String>, u64) {
     };
     for e in events {
         runner.push(e, &mut sink).unwrap();
+    }
+    runner.finish(&mut sink).unwrap();
+    let late = runner.summary().late;
+    (out, late)
+}
+
+/// All matches of `events` pushed with `push_for` in runs of `size` (1: one
+/// by one), and the late count.
+fn run_in_runs(case: &Case, events: &[Event], size: usize) -> (Vec<String>, u64) {
+    let mut schema = case.schema.clone();
+    let progs = compile(&case.query, &mut schema, &Options::default()).expect("generated queries compile").programs;
+    let mut runner = Runner::new(progs);
+    let mut out = Vec::new();
+    let mut sink = |q: &QueryInfo, m: &Match| {
+        out.push(format!("{} {:?} {} {} {:?} {:?}", q.name, m.key, m.start, m.end, m.rows, m.ends))
+    };
+    for run in events.chunks(size) {
+        if size == 1 {
+            runner.push_for(&run[0], u64::MAX, &mut sink).unwrap();
+        } else {
+            runner.push_batch_for(run, u64::MAX, &mut sink).unwrap();
+        }
     }
     runner.finish(&mut sink).unwrap();
     let late = runner.summary().late;
@@ -74,6 +98,18 @@ proptest! {
         let (got, late_shuffled) = run(&case, &shuffled, delay);
         prop_assert_eq!(late_sorted, 0);
         prop_assert_eq!(late_shuffled, 0);
+        prop_assert_eq!(got, want, "query: {}", case.query);
+    }
+
+    #[test]
+    fn runs_given_at_once_equal_one_by_one(
+        (case, swaps, size) in strategy().prop_flat_map(|s| (arb_case(s), prop::collection::vec(0usize..64, 0..40), 2usize..9))
+    ) {
+        // Shuffled with no delay allowed: the events moved earlier are late.
+        let events = shuffle(&case.events, 4, &swaps);
+        let (want, late_one) = run_in_runs(&case, &events, 1);
+        let (got, late_runs) = run_in_runs(&case, &events, size);
+        prop_assert_eq!(late_runs, late_one);
         prop_assert_eq!(got, want, "query: {}", case.query);
     }
 }
