@@ -616,7 +616,7 @@ impl<R: BufRead> Read for LineLimit<R> {
         let mut allowed = chunk.len();
         loop {
             let rest = &chunk[pos..];
-            let (seg, newline) = match rest.iter().position(|&b| b == b'\n') {
+            let (seg, newline) = match memchr::memchr(b'\n', rest) {
                 Some(i) => (i, true),
                 None => (rest.len(), false),
             };
@@ -744,30 +744,45 @@ pub fn parse_cell(text: &str, column: &str) -> Result<Value, String> {
 
 /// Types one trimmed, non-empty field cell.
 fn csv_value(cell: &[u8], column: &str, strings: &mut StrCache) -> Result<Value, String> {
+    let mut v = Value::Null;
+    csv_value_into(cell, column, strings, &mut v)?;
+    Ok(v)
+}
+
+/// [`csv_value`] written straight into `out` (an event's field): returning
+/// a `Value` through a `Result` made the caller reload the two words just
+/// stored as one 16-byte load, which stalled store forwarding on every cell.
+fn csv_value_into(cell: &[u8], column: &str, strings: &mut StrCache, out: &mut Value) -> Result<(), String> {
     match classify(cell) {
         Lexeme::Int => match parse_int(cell) {
-            Some(i) => Ok(Value::Int(i)),
-            None => Err(format!("integer `{}` in column `{column}` does not fit in 64 bits", show(cell))),
+            Some(i) => *out = Value::Int(i),
+            None => return Err(format!("integer `{}` in column `{column}` does not fit in 64 bits", show(cell))),
         },
         Lexeme::Float => {
             // The lexeme is ASCII, and Rust's float syntax is a superset of it.
             let f = std::str::from_utf8(cell).ok().and_then(|s| s.parse::<f64>().ok());
             match f {
-                Some(f) if f.is_finite() => Ok(Value::Float(f)),
-                Some(_) => Err(format!("number `{}` in column `{column}` is too large for a 64-bit float", show(cell))),
-                None => Err(format!("malformed number `{}` in column `{column}`", show(cell))),
+                Some(f) if f.is_finite() => *out = Value::Float(f),
+                Some(_) => {
+                    return Err(format!(
+                        "number `{}` in column `{column}` is too large for a 64-bit float",
+                        show(cell)
+                    ));
+                }
+                None => return Err(format!("malformed number `{}` in column `{column}`", show(cell))),
             }
         }
-        Lexeme::NonFinite => Err(format!("non-finite number `{}` in column `{column}`", show(cell))),
+        Lexeme::NonFinite => return Err(format!("non-finite number `{}` in column `{column}`", show(cell))),
         Lexeme::Other => match cell {
-            b"true" => Ok(Value::Bool(true)),
-            b"false" => Ok(Value::Bool(false)),
+            b"true" => *out = Value::Bool(true),
+            b"false" => *out = Value::Bool(false),
             _ => match strings.intern(cell) {
-                Some(sym) => Ok(Value::Str(sym)),
-                None => Err(format!("invalid UTF-8 in column `{column}`")),
+                Some(sym) => *out = Value::Str(sym),
+                None => return Err(format!("invalid UTF-8 in column `{column}`")),
             },
         },
     }
+    Ok(())
 }
 
 impl<R: BufRead> CsvState<R> {
@@ -825,8 +840,7 @@ impl<R: BufRead> CsvState<R> {
                 }
                 Col::Field(id) => {
                     if !cell.is_empty() {
-                        let v = csv_value(cell, &self.names[i], strings).map_err(bad)?;
-                        event.fields[id as usize] = v;
+                        csv_value_into(cell, &self.names[i], strings, &mut event.fields[id as usize]).map_err(bad)?;
                     }
                 }
             }
@@ -888,7 +902,7 @@ fn read_line_limited<R: BufRead>(
             });
         }
         any = true;
-        let (take, done) = match avail.iter().position(|&b| b == b'\n') {
+        let (take, done) = match memchr::memchr(b'\n', avail) {
             Some(i) => (i, true),
             None => (avail.len(), false),
         };
