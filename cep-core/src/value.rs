@@ -338,6 +338,8 @@ mod tests {
     #[test]
     fn value_is_sixteen_bytes() {
         assert_eq!(std::mem::size_of::<Value>(), 16);
+        // The tag's unused values are a niche: an optional value costs nothing.
+        assert_eq!(std::mem::size_of::<Option<Value>>(), 16);
     }
 
     #[test]
