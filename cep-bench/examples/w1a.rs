@@ -4,7 +4,7 @@
 //!
 //! `cargo run --release -p cep-bench --example w1a [TICKS] [RUNS] [BATCH]`
 //!
-//! `BATCH` events go to [`Engine::push_batch`] at a time (default 256); 1
+//! `BATCH` events go to [`Engine::push_batch`] at a time (default 8); 1
 //! pushes them one by one with [`Engine::push`].
 
 use std::time::Instant;
@@ -18,7 +18,7 @@ fn main() {
     let mut args = std::env::args().skip(1);
     let n: usize = args.next().and_then(|s| s.parse().ok()).unwrap_or(w1::TICKS);
     let runs: usize = args.next().and_then(|s| s.parse().ok()).unwrap_or(5);
-    let batch: usize = args.next().and_then(|s| s.parse().ok()).unwrap_or(256).max(1);
+    let batch: usize = args.next().and_then(|s| s.parse().ok()).unwrap_or(8).max(1);
     let tick = Sym::new("Tick");
     let events: Vec<Event> = Ticks::new(n)
         .map(|t| {

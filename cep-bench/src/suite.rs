@@ -563,8 +563,10 @@ fn engine_pass<E: StreamEvent>(engine: &mut QueryEngine<E>, events: &[E], check:
     })
 }
 
-/// Events an engine contender is given at a time.
-const ENGINE_BATCH: usize = 256;
+/// Events an engine contender is given at a time (`push_batch`): the
+/// engine's lookahead covers 8, and matches are taken after each batch, so
+/// that match-heavy queries (W2) do not queue many events' worth of them.
+const ENGINE_BATCH: usize = 8;
 
 /// `cep`: the engine compiled from query text, over an event stream.
 fn cep_text(name: &'static str, query: String, schema: fn() -> Schema, stream: Rc<Stream<Event>>) -> Contender {

@@ -710,6 +710,10 @@ impl<E: StreamEvent> Engine<E> {
     /// following one another. Stops at the first late event: its index and
     /// why (the events before it were processed, it and the rest were not).
     ///
+    /// The matches of the whole slice wait in the queue until taken, so a
+    /// query with many matches per event wants short slices: the lookahead
+    /// spans 8 events, and slices of 8 to 16 get all of its gain.
+    ///
     /// # Examples
     /// ```
     /// use cep_core::{Event, Schema, Sym, Value};
