@@ -1,6 +1,8 @@
 //! Allocations per event of the compiled rise_spike engine in its steady
 //! state on W1a (issue 3, part 5): after a warm-up, the engine may allocate
-//! only when an event starts a partial match or a match completes.
+//! only when an event starts a partial match or a match completes; fed 8
+//! events at a time through `push_batch`, a batch with neither allocates
+//! nothing.
 //!
 //! One test in this binary, so that nothing else allocates while it counts.
 
@@ -16,6 +18,8 @@ static ALLOC: Counting = Counting;
 
 const WARM_UP: usize = 500_000;
 const MEASURED: usize = 500_000;
+/// Then fed 8 at a time through `push_batch`, as the runtime's shards do.
+const BATCHED: usize = 200_000;
 
 #[test]
 fn w1a_steady_state_allocates_only_to_start_or_complete() {
@@ -27,7 +31,7 @@ fn w1a_steady_state_allocates_only_to_start_or_complete() {
     let mut hw = HandWritten::with_keys(w1::KEYS);
     let mut prev: Vec<Option<i64>> = vec![None; w1::KEYS];
     let mut e = Event::default();
-    let mut ticks = Ticks::new(WARM_UP + MEASURED);
+    let mut ticks = Ticks::new(WARM_UP + MEASURED + BATCHED);
 
     for t in ticks.by_ref().take(WARM_UP) {
         w1::fill(&mut e, &t, tick);
@@ -39,7 +43,8 @@ fn w1a_steady_state_allocates_only_to_start_or_complete() {
     }
 
     // The engine alone, then the hand-written engine alone, on the same ticks.
-    let measured: Vec<w1::Tick> = ticks.collect();
+    let measured: Vec<w1::Tick> = ticks.by_ref().take(MEASURED).collect();
+    let batched: Vec<w1::Tick> = ticks.collect();
     // Which events start a partial match (a rise over the key's previous tick).
     let is_start: Vec<bool> = measured
         .iter()
@@ -75,6 +80,31 @@ fn w1a_steady_state_allocates_only_to_start_or_complete() {
         last = now;
     }
     let used = alloc::counts().since(before);
+
+    // The same through `push_batch`: a batch of 8 with no start, no spike and
+    // no match emitted allocates nothing (the lookahead is on the stack).
+    let mut events = vec![Event::default(); 8];
+    let mut quiet_batches = 0u64;
+    for batch in batched.chunks(8) {
+        let mut busy = false;
+        for (e, t) in events.iter_mut().zip(batch) {
+            w1::fill(e, t, tick);
+            busy |= prev[t.key as usize].replace(t.price).is_some_and(|p| t.price * 100 >= p * 102) || t.vol >= 1000;
+        }
+        let mark = alloc::counts();
+        engine.push_batch(&events[..batch.len()]).unwrap();
+        let mut emitted = 0;
+        for m in engine.drain() {
+            emitted += 1;
+            drop(m);
+        }
+        if !busy && emitted == 0 {
+            quiet_batches += 1;
+            assert_eq!(alloc::counts().since(mark).allocations(), 0, "push_batch allocated on a quiet batch");
+        }
+    }
+    assert!(quiet_batches > 1000, "only {quiet_batches} quiet batches");
+
     let before_hw = alloc::counts();
     let mut hw_matches = 0u64;
     for t in &measured {

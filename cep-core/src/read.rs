@@ -363,18 +363,15 @@ impl<R: BufRead> Reader<R> {
     /// header is not read again) and numbers rows and lines from `at`.
     pub fn reopen<S: BufRead>(&self, src: S, at: InputPosition) -> Reader<S> {
         let inner = match &self.inner {
-            Inner::Csv(csv) => {
-                let limit = LineLimit { inner: src, line: at.line, len: 0, max: csv.max_line, too_long: None };
-                Inner::Csv(Box::new(CsvState {
-                    rdr: csv::ReaderBuilder::new().has_headers(false).flexible(true).from_reader(limit),
-                    record: csv::ByteRecord::new(),
-                    cols: csv.cols.clone(),
-                    names: csv.names.clone(),
-                    byte_base: at.byte,
-                    line_base: at.line.saturating_sub(1),
-                    max_line: csv.max_line,
-                }))
-            }
+            Inner::Csv(csv) => Inner::Csv(Box::new(CsvState {
+                rdr: csv_reader(src, at.line, csv.max_line),
+                record: csv::ByteRecord::new(),
+                cols: csv.cols.clone(),
+                names: csv.names.clone(),
+                byte_base: at.byte,
+                line_base: at.line.saturating_sub(1),
+                max_line: csv.max_line,
+            })),
             Inner::Jsonl(json) => Inner::Jsonl(JsonState {
                 src,
                 buf: Vec::new(),
@@ -512,13 +509,7 @@ fn open_csv<R: BufRead>(
     default_ty: Sym,
     max_line: usize,
 ) -> Result<CsvState<R>, (u64, String)> {
-    let mut rdr = csv::ReaderBuilder::new().has_headers(false).flexible(true).from_reader(LineLimit {
-        inner: src,
-        line: 1,
-        len: 0,
-        max: max_line,
-        too_long: None,
-    });
+    let mut rdr = csv_reader(src, 1, max_line);
     let mut record = csv::ByteRecord::new();
     let found = match rdr.read_byte_record(&mut record) {
         Ok(found) => found,
@@ -640,6 +631,14 @@ impl<R: BufRead> Read for LineLimit<R> {
         }
         Ok(allowed)
     }
+}
+
+/// The `csv` reader over `src`, whose first line is line `line`: records of
+/// any length (checked against the header by the caller), no header row of
+/// its own, lines at most `max` bytes.
+fn csv_reader<R: BufRead>(src: R, line: u64, max: usize) -> csv::Reader<LineLimit<R>> {
+    let limit = LineLimit { inner: src, line, len: 0, max, too_long: None };
+    csv::ReaderBuilder::new().has_headers(false).flexible(true).from_reader(limit)
 }
 
 /// The line and message of a fatal `csv` error.

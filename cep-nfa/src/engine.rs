@@ -335,6 +335,18 @@ struct Hot {
     ring: [Value; INLINE_RING],
 }
 
+/// A partition's timer: its deadline (`MAX`: none) and its handle on the
+/// wheel.
+#[derive(Clone, Copy, Debug)]
+struct Armed {
+    at: Timestamp,
+    id: Option<TimerId>,
+}
+
+impl Armed {
+    const NONE: Armed = Armed { at: Timestamp::MAX, id: None };
+}
+
 /// The partial matches of a partition.
 #[derive(Clone, Debug, serde::Serialize, serde::Deserialize)]
 struct Partition {
@@ -412,11 +424,9 @@ pub struct Engine<E> {
     /// One timer per partition with partial matches, at its earliest
     /// deadline (window expiry or the end of a quiet period).
     timers: TimerWheel<u32>,
-    /// Each partition's armed timer.
-    timer_ids: Vec<Option<TimerId>>,
-    /// Each partition's timer deadline (`MAX`: none); apart from [`Hot`]
-    /// so that the record every event reads stays half a cache line.
-    scheduled: Vec<Timestamp>,
+    /// Each partition's timer; apart from [`Hot`] so that the record every
+    /// event reads stays half a cache line.
+    armed: Vec<Armed>,
     /// No timer is due before this (a lower bound, so `advance` can skip the
     /// wheel on most events).
     next_due: Timestamp,
@@ -440,13 +450,10 @@ pub struct Engine<E> {
     deferred_mask: u64,
     /// Most runs per partition (`usize::MAX`: no cap).
     max_runs: usize,
-    /// When every `PREV` history column is a field the frame also reads:
-    /// the frame slot of each, so the history copies the frame.
-    hist_in_frame: Option<Vec<usize>>,
     /// How to fill the frame, by kind of slot.
     plan: FramePlan,
-    /// The one `PREV` is `PREV(x)` of a field `x` the frame reads: the
-    /// history is that field's last value, kept while filling the frame.
+    /// The one `PREV` is `PREV(x)` of a field `x`: the history is that
+    /// field's last value, kept while filling the frame.
     prev1: Option<Prev1>,
     /// The elements an event can start a partial match at, less those
     /// whose skipped elements' completion conditions fail on empty
@@ -498,8 +505,7 @@ impl<E: StreamEvent> Engine<E> {
             index: KeyIndex::default(),
             buffer: Buffer::default(),
             timers: TimerWheel::new(),
-            timer_ids: Vec::new(),
-            scheduled: Vec::new(),
+            armed: Vec::new(),
             next_due: Timestamp::MAX,
             fired: Vec::new(),
             watermark: Timestamp::MIN,
@@ -517,7 +523,6 @@ impl<E: StreamEvent> Engine<E> {
             done_runs: Vec::new(),
             deferred_mask,
             max_runs: usize::MAX,
-            hist_in_frame: history_in_frame(&prog),
             plan: FramePlan::of(&prog),
             prev1: Prev1::of(&prog),
             starts: prog
@@ -632,7 +637,7 @@ impl<E: StreamEvent> Engine<E> {
         debug_assert!(self.out.is_empty() && self.done.is_empty(), "snapshot between events, matches taken");
         EngineSnapshot {
             parts: self.parts.clone(),
-            scheduled: self.scheduled.clone(),
+            scheduled: self.armed.iter().map(|a| a.at).collect(),
             hot: self.hot.clone(),
             ring: self.ring.clone(),
             nodes: self.buffer.nodes(),
@@ -663,16 +668,15 @@ impl<E: StreamEvent> Engine<E> {
         if snap.watermark > Timestamp::MIN {
             timers.advance_to(snap.watermark, &mut none);
         }
-        let timer_ids = snap
+        let armed = snap
             .scheduled
             .iter()
             .enumerate()
-            .map(|(pid, &at)| (at < Timestamp::MAX).then(|| timers.insert(at, pid as u32)))
+            .map(|(pid, &at)| Armed { at, id: (at < Timestamp::MAX).then(|| timers.insert(at, pid as u32)) })
             .collect();
         self.next_due = timers.next_bound().unwrap_or(Timestamp::MAX);
         self.timers = timers;
-        self.timer_ids = timer_ids;
-        self.scheduled = snap.scheduled;
+        self.armed = armed;
         self.index = index;
         self.buffer = buffer;
         self.parts = snap.parts;
@@ -790,8 +794,7 @@ impl<E: StreamEvent> Engine<E> {
             pending: RunSet::new(prog.regs),
             log: NegLog::default(),
         });
-        self.timer_ids.push(None);
-        self.scheduled.push(Timestamp::MAX);
+        self.armed.push(Armed::NONE);
         self.hot.push(Hot { next_pos: 0, live: 0, hist_head: 0, hist_len: 0, ring: [Value::Null; INLINE_RING] });
         if !self.shape.inline() {
             self.ring.resize(self.ring.len() + self.shape.stride(), Value::Null);
@@ -862,8 +865,7 @@ impl<E: StreamEvent> Engine<E> {
         let mut fired = std::mem::take(&mut self.fired);
         self.timers.advance_to(wm, &mut fired);
         for &(_, pid) in &fired {
-            self.timer_ids[pid as usize] = None;
-            self.scheduled[pid as usize] = Timestamp::MAX;
+            self.armed[pid as usize] = Armed::NONE;
         }
         for &(_, pid) in &fired {
             self.sweep(pid, wm);
@@ -895,7 +897,7 @@ impl<E: StreamEvent> Engine<E> {
         self.timers.drain(&mut fired);
         fired.clear();
         self.fired = fired;
-        self.timer_ids.iter_mut().for_each(|t| *t = None);
+        self.armed.iter_mut().for_each(|a| *a = Armed::NONE);
         self.next_due = Timestamp::MAX;
         self.emit_done();
     }
@@ -931,14 +933,12 @@ impl<E: StreamEvent> Engine<E> {
         let hot = &mut self.hot[pid as usize];
         hot.live = (part.runs.len() + part.pending.len()) as u32;
         let d = part.runs.runs.iter().chain(&part.pending.runs).map(|r| r.expires).min().unwrap_or(Timestamp::MAX);
-        let at = &mut self.scheduled[pid as usize];
-        if d < *at {
-            *at = d;
-            let slot = &mut self.timer_ids[pid as usize];
-            if let Some(old) = slot.take() {
+        let armed = &mut self.armed[pid as usize];
+        if d < armed.at {
+            if let Some(old) = armed.id.take() {
                 self.timers.cancel(old);
             }
-            *slot = Some(self.timers.insert(d, pid));
+            *armed = Armed { at: d, id: Some(self.timers.insert(d, pid)) };
             self.next_due = self.next_due.min(d);
         }
     }
@@ -987,39 +987,36 @@ impl<E: StreamEvent> Engine<E> {
         let pos = h.next_pos;
         h.next_pos += 1;
         let live = h.live > 0;
-        if let (true, Some(p)) = (any, self.prev1) {
+        if any {
             let frame = &mut self.frame[..];
-            frame[p.prev] = if h.hist_len > 0 { h.ring[0] } else { Value::Null };
+            // `PREV` values first: they are read before the event joins the
+            // history.
+            match self.prev1 {
+                Some(p) => frame[p.prev] = if h.hist_len > 0 { h.ring[0] } else { Value::Null },
+                None => {
+                    let ring: &[Value] = if shape.inline() {
+                        &h.ring[..shape.stride()]
+                    } else {
+                        &self.ring[pid as usize * shape.stride()..(pid as usize + 1) * shape.stride()]
+                    };
+                    for &(slot, col, n) in &self.plan.prevs {
+                        frame[slot as usize] = shape.get(ring, h.hist_head, h.hist_len, n as usize, col as usize);
+                    }
+                }
+            }
             for &(slot, i) in &self.plan.fields {
                 frame[slot as usize] = e.field(i);
             }
-            // From the event, not from the frame: a 16-byte load of a value
-            // just stored as two words would stall store forwarding.
-            h.ring[0] = e.field(p.column);
-            h.hist_len = 1;
             for &slot in &self.plan.computed {
                 if let FrameSlot::Field(x) = &self.prog.frame[slot as usize] {
                     frame[slot as usize] = x(e);
                 }
             }
-        } else if any {
-            let (head, len) = (h.hist_head, h.hist_len);
-            let ring: &[Value] = if shape.inline() {
-                &h.ring[..shape.stride()]
-            } else {
-                &self.ring[pid as usize * shape.stride()..(pid as usize + 1) * shape.stride()]
-            };
-            let frame = &mut self.frame[..];
-            for &(slot, i) in &self.plan.fields {
-                frame[slot as usize] = e.field(i);
-            }
-            for &(slot, col, n) in &self.plan.prevs {
-                frame[slot as usize] = shape.get(ring, head, len, n as usize, col as usize);
-            }
-            for &slot in &self.plan.computed {
-                if let FrameSlot::Field(x) = &self.prog.frame[slot as usize] {
-                    frame[slot as usize] = x(e);
-                }
+            if let Some(p) = self.prev1 {
+                // From the event, not from the frame: reloading a value just
+                // stored would stall store forwarding.
+                h.ring[0] = e.field(p.column);
+                h.hist_len = 1;
             }
         }
         if live {
@@ -1041,7 +1038,7 @@ impl<E: StreamEvent> Engine<E> {
             }
         }
         if shape.depth > 0 && !(any && self.prev1.is_some()) {
-            self.remember(pid, e, any);
+            self.remember(pid, e);
         }
         if live || started {
             self.settle_partition(pid, pos);
@@ -1167,7 +1164,7 @@ impl<E: StreamEvent> Engine<E> {
 
     /// Pushes the event's `PREV` columns onto partition `pid`'s history.
     #[inline(always)]
-    fn remember(&mut self, pid: u32, e: &E, any: bool) {
+    fn remember(&mut self, pid: u32, e: &E) {
         let shape = self.shape;
         let h = &mut self.hot[pid as usize];
         let base = shape.push(&mut h.hist_head, &mut h.hist_len);
@@ -1177,25 +1174,14 @@ impl<E: StreamEvent> Engine<E> {
             let at = pid as usize * shape.stride() + base;
             &mut self.ring[at..at + shape.cols]
         };
-        match &self.hist_in_frame {
-            Some(slots) if any => {
-                if let ([v], [s]) = (&mut row[..], &slots[..]) {
-                    *v = self.frame[*s];
-                } else {
-                    for (v, &s) in row.iter_mut().zip(slots) {
-                        *v = self.frame[s];
-                    }
-                }
-            }
-            _ => {
-                for (v, f) in row.iter_mut().zip(&self.prog.history) {
-                    *v = match f {
-                        FrameSlot::At(i) => e.field(*i),
-                        FrameSlot::Field(x) => x(e),
-                        FrameSlot::Prev { .. } => Value::Null,
-                    };
-                }
-            }
+        // From the event, not from the frame just filled: reloading values
+        // just stored would stall store forwarding.
+        for (v, f) in row.iter_mut().zip(&self.prog.history) {
+            *v = match f {
+                FrameSlot::At(i) => e.field(*i),
+                FrameSlot::Field(x) => x(e),
+                FrameSlot::Prev { .. } => Value::Null,
+            };
         }
     }
 
@@ -1522,8 +1508,9 @@ impl FramePlan {
     }
 }
 
-/// The common `PREV` shape: one history column, one event back, the column
-/// a field the frame also reads.
+/// The common `PREV` shape: one history column, a field, one event back.
+/// The history is then the field's last value, kept in [`Hot`] while the
+/// frame is filled.
 #[derive(Clone, Copy, Debug)]
 struct Prev1 {
     /// The frame slot of `PREV(x)`.
@@ -1540,22 +1527,8 @@ impl Prev1 {
         if prevs.next().is_some() || prog.history_depth != 1 {
             return None;
         }
-        // The frame reads `x` too, so the event has it whenever the frame is filled.
-        prog.frame.iter().position(|f| matches!(f, FrameSlot::At(i) if i == col_field))?;
         Some(Prev1 { prev, column: *col_field })
     }
-}
-
-/// The frame slot holding each history column, when every column is a
-/// field the frame reads too.
-fn history_in_frame<E>(prog: &Program<E>) -> Option<Vec<usize>> {
-    prog.history
-        .iter()
-        .map(|h| match h {
-            FrameSlot::At(i) => prog.frame.iter().position(|f| matches!(f, FrameSlot::At(j) if j == i)),
-            _ => None,
-        })
-        .collect()
 }
 
 /// The partition key of `e` (NULL without a partition).

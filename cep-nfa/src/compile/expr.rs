@@ -125,32 +125,6 @@ impl Leaf {
         }
     }
 
-    /// The value as an int when every input is an int and nothing
-    /// overflows; `None` sends the caller to [`eval`](Self::eval).
-    #[inline(always)]
-    fn eval_int(self, f: &[Value], g: &[Value]) -> Option<i64> {
-        let int = |v: Value| match v {
-            Value::Int(x) => Some(x),
-            _ => None,
-        };
-        let apply = |x: i64, op: BinOp, c: Value| {
-            let c = int(c)?;
-            match op {
-                BinOp::Add => x.checked_add(c),
-                BinOp::Sub => x.checked_sub(c),
-                BinOp::Mul => x.checked_mul(c),
-                _ => None,
-            }
-        };
-        match self {
-            Leaf::Const(v) => int(v),
-            Leaf::Slot(s) => int(f[s]),
-            Leaf::Reg(r) => int(g[r]),
-            Leaf::SlotOp(s, op, c) => apply(int(f[s])?, op, c),
-            Leaf::RegOp(r, op, c) => apply(int(g[r])?, op, c),
-        }
-    }
-
     #[inline(always)]
     fn eval(self, f: &[Value], g: &[Value]) -> Value {
         match self {
@@ -229,15 +203,9 @@ trait IntSide: Copy + Send + Sync + 'static {
     fn int(self, f: &[Value], g: &[Value]) -> Option<i64>;
 }
 
+/// `x * mul + add` for `x` a frame slot (`REGS` false) or a register.
 #[derive(Clone, Copy)]
-struct SlotAffine {
-    at: usize,
-    mul: i64,
-    add: i64,
-}
-
-#[derive(Clone, Copy)]
-struct RegAffine {
+struct Affine<const REGS: bool> {
     at: usize,
     mul: i64,
     add: i64,
@@ -246,25 +214,13 @@ struct RegAffine {
 #[derive(Clone, Copy)]
 struct IntConst(i64);
 
-#[inline(always)]
-fn affine(v: Value, mul: i64, add: i64) -> Option<i64> {
-    match v {
-        Value::Int(x) => x.checked_mul(mul)?.checked_add(add),
-        _ => None,
-    }
-}
-
-impl IntSide for SlotAffine {
+impl<const REGS: bool> IntSide for Affine<REGS> {
     #[inline(always)]
-    fn int(self, f: &[Value], _: &[Value]) -> Option<i64> {
-        affine(f[self.at], self.mul, self.add)
-    }
-}
-
-impl IntSide for RegAffine {
-    #[inline(always)]
-    fn int(self, _: &[Value], g: &[Value]) -> Option<i64> {
-        affine(g[self.at], self.mul, self.add)
+    fn int(self, f: &[Value], g: &[Value]) -> Option<i64> {
+        match if REGS { g[self.at] } else { f[self.at] } {
+            Value::Int(x) => x.checked_mul(self.mul)?.checked_add(self.add),
+            _ => None,
+        }
     }
 }
 
@@ -278,8 +234,8 @@ impl IntSide for IntConst {
 /// A leaf in its int fast-path shape, when it has one.
 #[derive(Clone, Copy)]
 enum Side {
-    Slot(SlotAffine),
-    Reg(RegAffine),
+    Slot(Affine<false>),
+    Reg(Affine<true>),
     Const(IntConst),
 }
 
@@ -297,15 +253,15 @@ impl Side {
         Some(match leaf {
             Leaf::Const(Value::Int(c)) => Side::Const(IntConst(c)),
             Leaf::Const(_) => return None,
-            Leaf::Slot(at) => Side::Slot(SlotAffine { at, mul: 1, add: 0 }),
-            Leaf::Reg(at) => Side::Reg(RegAffine { at, mul: 1, add: 0 }),
+            Leaf::Slot(at) => Side::Slot(Affine { at, mul: 1, add: 0 }),
+            Leaf::Reg(at) => Side::Reg(Affine { at, mul: 1, add: 0 }),
             Leaf::SlotOp(at, op, c) => {
                 let (mul, add) = lin(op, c)?;
-                Side::Slot(SlotAffine { at, mul, add })
+                Side::Slot(Affine { at, mul, add })
             }
             Leaf::RegOp(at, op, c) => {
                 let (mul, add) = lin(op, c)?;
-                Side::Reg(RegAffine { at, mul, add })
+                Side::Reg(Affine { at, mul, add })
             }
         })
     }
@@ -370,28 +326,9 @@ fn leaf_cmp(op: BinOp, la: Leaf, lb: Leaf) -> BoolFn {
             _ => {}
         }
     }
-    fn make<const OP: u8>(op: BinOp, la: Leaf, lb: Leaf) -> BoolFn {
-        Box::new(move |f, g| match (la.eval_int(f, g), lb.eval_int(f, g)) {
-            (Some(x), Some(y)) => match OP {
-                0 => x == y,
-                1 => x != y,
-                2 => x < y,
-                3 => x <= y,
-                4 => x > y,
-                _ => x >= y,
-            },
-            _ => ops::compare(op, la.eval(f, g), lb.eval(f, g)),
-        })
-    }
-    match op {
-        BinOp::Eq => make::<0>(op, la, lb),
-        BinOp::Ne => make::<1>(op, la, lb),
-        BinOp::Lt => make::<2>(op, la, lb),
-        BinOp::Le => make::<3>(op, la, lb),
-        BinOp::Gt => make::<4>(op, la, lb),
-        BinOp::Ge => make::<5>(op, la, lb),
-        _ => Box::new(move |f, g| ops::compare(op, la.eval(f, g), lb.eval(f, g))),
-    }
+    // Other shapes (a float or string constant, `/`, `%`) have no int fast
+    // path: the generic comparison, still with no inner calls.
+    Box::new(move |f, g| ops::compare(op, la.eval(f, g), lb.eval(f, g)))
 }
 
 /// Static type of an expression, as far as the schema tells.
