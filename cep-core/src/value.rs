@@ -162,6 +162,45 @@ pub enum Value {
 }
 
 impl Value {
+    /// The value as two words, its kind and its bits, read field by field
+    /// ([`from_words`](Self::from_words) makes the value again). Copying
+    /// a value this way, rather than as one 16-byte move, lets the CPU
+    /// forward the two 8-byte stores that just wrote it; a 16-byte load of
+    /// such a value waits until both stores reach the cache. The sharded
+    /// runtime copies every event's fields like this.
+    ///
+    /// # Examples
+    /// ```
+    /// use cep_core::Value;
+    /// for v in [Value::Null, Value::Int(-7), Value::Float(2.5), Value::Bool(true), Value::str("x")] {
+    ///     assert_eq!(Value::from_words(v.to_words()), v);
+    /// }
+    /// ```
+    #[inline(always)]
+    pub fn to_words(&self) -> [u64; 2] {
+        match *self {
+            Value::Null => [0, 0],
+            Value::Int(i) => [1, i as u64],
+            Value::Float(f) => [2, f.to_bits()],
+            Value::Bool(b) => [3, u64::from(b)],
+            Value::Str(s) => [4, u64::from(s.0)],
+        }
+    }
+
+    /// The value of words from [`to_words`](Self::to_words) (other words
+    /// make some value, perhaps a string that is not interned: reading
+    /// such a string panics).
+    #[inline(always)]
+    pub fn from_words(w: [u64; 2]) -> Value {
+        match w[0] {
+            1 => Value::Int(w[1] as i64),
+            2 => Value::Float(f64::from_bits(w[1])),
+            3 => Value::Bool(w[1] != 0),
+            4 => Value::Str(Sym(w[1] as u32)),
+            _ => Value::Null,
+        }
+    }
+
     /// An interned string value.
     pub fn str(s: &str) -> Value {
         Value::Str(Sym::new(s))

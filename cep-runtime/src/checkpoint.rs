@@ -32,8 +32,9 @@ use crate::RunnerSnapshot;
 pub const MAGIC: &[u8; 8] = b"CEPCKPT\0";
 /// The version of the payload's shape.
 pub const FORMAT_VERSION: u32 = 2;
-/// The version of the key-to-shard hash.
-pub const HASH_VERSION: u32 = 2;
+/// The version of the key-to-shard hash (3: integer keys hashed by
+/// `shard::shard_of`'s own multiply instead of ahash).
+pub const HASH_VERSION: u32 = 3;
 
 /// Checkpoints kept in a directory: the newest and the one before it.
 const KEEP: usize = 2;

@@ -547,6 +547,24 @@ impl Runner {
         self.forward = true;
     }
 
+    /// A forwarding front's fast path (see
+    /// [`forward_released`](Self::forward_released)): without a reorder
+    /// buffer, an event at or after the watermark is counted as released
+    /// and true returned, for the caller to route it itself; otherwise
+    /// false, and [`push`](Self::push) handles the event.
+    #[inline]
+    pub(crate) fn forward_in_order(&mut self, ts: Timestamp) -> bool {
+        if !self.forward || self.reorder.is_some() || ts < self.watermark.get() {
+            return false;
+        }
+        let _ = self.watermark.observe(ts);
+        self.summary.events += 1;
+        if self.summary.events % STATS_SAMPLE == 0 {
+            let _ = self.sample();
+        }
+        true
+    }
+
     /// The field each query is partitioned by (`None`: one partition, or a
     /// key computed by a closure), for routing events to shards.
     pub fn partition_fields(&self) -> Vec<Option<FieldId>> {
