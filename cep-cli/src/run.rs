@@ -2,8 +2,10 @@
 
 use std::fs::File;
 use std::io::{self, BufWriter};
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 
+use cep_core::parallel::ParallelReader;
+use cep_core::read::EventSource;
 use cep_core::time::{DurationUnit, to_ticks};
 use cep_core::{Event, InputPosition, ReadError, ReadErrorKind};
 use cep_index::LevelIndex;
@@ -199,7 +201,7 @@ pub fn run(args: RunArgs) -> Result<(), Failure> {
         && !prefix.ended
         && at.row > input.rows()
     {
-        input = reopen_events(&input, &args.events, at, counter)?;
+        input = reopen_events(&input, &args.events, at, counter.clone())?;
         prefix.events.clear();
         skipped = skipped_before;
     }
@@ -290,6 +292,22 @@ pub fn run(args: RunArgs) -> Result<(), Failure> {
         Some(idle) if streaming => {
             let clock = IdleClock { idle, unit };
             drive_idle(&mut pipeline, &mut sink, input, opts, clock, &mut skipped, &mut checkpoints)
+        }
+        // A file on several threads is parsed on threads of its own (one
+        // fewer than the shards: the caller's thread routes, and more
+        // parsers only crowded the cores on W1), from where the read-ahead
+        // stopped.
+        _ if !streaming && args.threads > 1 && !prefix.ended && prefix.error.is_none() => {
+            let at = input.position();
+            if let Some(c) = &counter {
+                c.store(at.byte, std::sync::atomic::Ordering::Relaxed);
+            }
+            let parsers = args.threads - 1;
+            let mut rest = ParallelReader::open(Path::new(&args.events), &input, at, parsers, counter.clone())
+                .map_err(|e| Failure::other(format!("cannot read {}: {e}", args.events)))?;
+            let r =
+                drive(&mut pipeline, &mut sink, &mut rest, prefix, opts, &mut skipped, &mut checkpoints, &mut progress);
+            (r, rest.rows())
         }
         _ => {
             let r = drive(
@@ -544,7 +562,7 @@ fn drive_idle(
 fn drive(
     runner: &mut Pipeline,
     sink: &mut Sink,
-    input: &mut Input,
+    input: &mut impl EventSource,
     prefix: Prefix,
     opts: Options,
     skipped: &mut u64,

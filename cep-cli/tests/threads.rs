@@ -60,3 +60,55 @@ fn threads_give_the_matches_of_one_thread() {
         assert_eq!(summary(&stderr), summary(&stderr_one));
     }
 }
+
+/// A file read on several threads reports its bad rows as one thread does:
+/// the same lines in the same order, skipped or stopping the run.
+#[test]
+fn bad_rows_read_on_threads_read_as_on_one() {
+    let dir = scratch("bad");
+    let (events, query) = (dir.join("bad.csv"), dir.join("q.cep"));
+    // Quoted cells with newlines and CRLF line ends, so that rows and lines
+    // differ and blocks are cut between records only.
+    let mut csv = String::from("ts,key,price,note\r\n");
+    for i in 0..60_000u64 {
+        match i % 9_973 {
+            17 => csv.push_str(&format!("oops,{},1,x\r\n", i % 50)),
+            41 => csv.push_str(&format!("{i},{},1\r\n", i % 50)),
+            _ if i % 101 == 0 => csv.push_str(&format!("{i},{},{},\"a\r\nb, \"\"c\"\"\"\r\n", i % 50, i % 13)),
+            _ => csv.push_str(&format!("{i},{},{},\r\n", i % 50, i % 13)),
+        }
+    }
+    std::fs::write(&events, csv).unwrap();
+    std::fs::write(&query, "QUERY up PATTERN SEQ(Event a, Event b) WHERE [key] AND b.price > a.price WITHIN 200;\n")
+        .unwrap();
+    let base = ["run", "--query", p(&query), "--events", p(&events)];
+    let run = |extra: &[&str]| Command::new(CEP).args([&base[..], extra].concat()).output().unwrap();
+    let skipped = |o: &std::process::Output| -> Vec<String> {
+        String::from_utf8_lossy(&o.stderr)
+            .lines()
+            .filter(|l| l.starts_with("warning: skipped"))
+            .map(str::to_owned)
+            .collect()
+    };
+    let one = run(&["--on-bad-row", "skip", "--threads", "1"]);
+    let two = run(&["--on-bad-row", "skip", "--threads", "2"]);
+    assert!(one.status.success() && two.status.success());
+    assert_eq!(skipped(&one).len(), 14, "{}", String::from_utf8_lossy(&one.stderr));
+    assert_eq!(skipped(&one), skipped(&two));
+    let sorted = |o: &std::process::Output| {
+        let mut v: Vec<String> = String::from_utf8_lossy(&o.stdout).lines().map(str::to_owned).collect();
+        v.sort();
+        v
+    };
+    assert!(!sorted(&one).is_empty());
+    assert_eq!(sorted(&one), sorted(&two));
+    // Failing on the first bad row past the read-ahead: the same message.
+    let (one, two) = (run(&["--threads", "1"]), run(&["--threads", "2"]));
+    assert_eq!(one.status.code(), Some(2));
+    assert_eq!(two.status.code(), Some(2));
+    let error = |o: &std::process::Output| {
+        String::from_utf8_lossy(&o.stderr).lines().find(|l| l.starts_with("error")).map(str::to_owned)
+    };
+    assert!(error(&one).is_some_and(|e| e.contains("bad.csv:")), "{:?}", error(&one));
+    assert_eq!(error(&one), error(&two));
+}

@@ -4,6 +4,7 @@ pub mod event;
 pub mod json;
 pub mod keys;
 pub mod matches;
+pub mod parallel;
 pub mod read;
 pub mod schema;
 pub mod time;

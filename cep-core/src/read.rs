@@ -406,6 +406,43 @@ impl<R: BufRead> Reader<R> {
     }
 }
 
+/// What events are read from: a [`Reader`], or a
+/// [`ParallelReader`](crate::parallel::ParallelReader) over a file.
+pub trait EventSource {
+    /// Reads the next event into `event` (see [`Reader::next_event`]).
+    fn next_event(&mut self, event: &mut Event) -> Result<bool, ReadError>;
+    /// The physical line of the last event read.
+    fn last_line(&self) -> u64;
+    /// Where the input stands after the last row read.
+    fn position(&self) -> InputPosition;
+    /// Data rows consumed so far, good and bad.
+    fn rows(&self) -> u64;
+    /// The file name used in messages.
+    fn file(&self) -> &str;
+}
+
+impl<R: BufRead> EventSource for Reader<R> {
+    fn next_event(&mut self, event: &mut Event) -> Result<bool, ReadError> {
+        Reader::next_event(self, event)
+    }
+
+    fn last_line(&self) -> u64 {
+        Reader::last_line(self)
+    }
+
+    fn position(&self) -> InputPosition {
+        Reader::position(self)
+    }
+
+    fn rows(&self) -> u64 {
+        Reader::rows(self)
+    }
+
+    fn file(&self) -> &str {
+        Reader::file(self)
+    }
+}
+
 /// A row error before the reader adds its file name: `row` is `Some` for a
 /// bad row, `None` for a fatal error.
 struct RawError {
@@ -635,10 +672,18 @@ impl<R: BufRead> Read for LineLimit<R> {
 
 /// The `csv` reader over `src`, whose first line is line `line`: records of
 /// any length (checked against the header by the caller), no header row of
-/// its own, lines at most `max` bytes.
+/// its own, lines at most `max` bytes, records ended by `\n` only. (With
+/// the crate's default, `\r\n` or a lone `\r`, a record of a CRLF file
+/// was reported a line early and its end a byte early, before the `\n`; a
+/// `\r` before the `\n` is now the end of the last cell, which trimming
+/// drops, and a blank CRLF line a record of one `\r`, which is skipped.)
 fn csv_reader<R: BufRead>(src: R, line: u64, max: usize) -> csv::Reader<LineLimit<R>> {
     let limit = LineLimit { inner: src, line, len: 0, max, too_long: None };
-    csv::ReaderBuilder::new().has_headers(false).flexible(true).from_reader(limit)
+    csv::ReaderBuilder::new()
+        .has_headers(false)
+        .flexible(true)
+        .terminator(csv::Terminator::Any(b'\n'))
+        .from_reader(limit)
 }
 
 /// The line and message of a fatal `csv` error.
@@ -793,12 +838,16 @@ impl<R: BufRead> CsvState<R> {
         rows: &mut u64,
         default_ty: Sym,
     ) -> Result<bool, RawError> {
-        match self.rdr.read_byte_record(&mut self.record) {
-            Ok(true) => {}
-            Ok(false) => return Ok(false),
-            Err(e) => {
-                let (line, message) = csv_fatal(&self.rdr, &e, self.line_base);
-                return Err(RawError { line, row: None, message });
+        loop {
+            match self.rdr.read_byte_record(&mut self.record) {
+                // A blank line of a CRLF file.
+                Ok(true) if self.record.len() == 1 && &self.record[0] == b"\r" => {}
+                Ok(true) => break,
+                Ok(false) => return Ok(false),
+                Err(e) => {
+                    let (line, message) = csv_fatal(&self.rdr, &e, self.line_base);
+                    return Err(RawError { line, row: None, message });
+                }
             }
         }
         let row = *rows;
@@ -1309,6 +1358,21 @@ impl<'de> Visitor<'de> for ValueSeed<'_, '_> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn crlf_rows_are_numbered_like_lf_rows() {
+        for (text, nl) in [("ts,a\r\n1,x\r\n\r\n2,y\r\n", 2), ("ts,a\n1,x\n\n2,y\n", 1)] {
+            let mut r = Reader::new(text.as_bytes(), "t", Format::Csv).unwrap();
+            let mut e = Event::default();
+            assert!(r.next_event(&mut e).unwrap());
+            assert_eq!((e.row, r.last_line()), (0, 2));
+            // After the row's newline (the `\n` of a `\r\n` too).
+            assert_eq!(r.position(), InputPosition { byte: 7 + 2 * nl, row: 1, line: 3 });
+            assert!(r.next_event(&mut e).unwrap());
+            assert_eq!((e.row, e.fields[0]), (1, Value::str("y")));
+            assert!(!r.next_event(&mut e).unwrap());
+        }
+    }
     use crate::Kind;
     use proptest::prelude::*;
 
