@@ -26,6 +26,9 @@
 //!   invalid UTF-8 is a bad row ([`ReadErrorKind::BadRow`]); reading can go
 //!   on with the next row. Blank lines are skipped and are not rows (the `csv`
 //!   crate drops them).
+//! - A record ends at a `\n` outside quotes; a `\r` before it (CRLF files)
+//!   belongs to the last cell, which trimming drops. A lone `\r` does not end
+//!   a record.
 //!
 //! # JSON lines
 //!

@@ -30,8 +30,9 @@ use crate::RunnerSnapshot;
 
 /// The first bytes of a checkpoint file.
 pub const MAGIC: &[u8; 8] = b"CEPCKPT\0";
-/// The version of the payload's shape.
-pub const FORMAT_VERSION: u32 = 2;
+/// The version of the payload's shape (3: a CSV input position is after a
+/// row's `\r\n`, where it was between the `\r` and the `\n`).
+pub const FORMAT_VERSION: u32 = 3;
 /// The version of the key-to-shard hash (3: integer keys hashed by
 /// `shard::shard_of`'s own multiply instead of ahash).
 pub const HASH_VERSION: u32 = 3;
