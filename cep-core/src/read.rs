@@ -751,6 +751,31 @@ fn classify(b: &[u8]) -> Lexeme {
     if i == body.len() { Lexeme::Float } else { Lexeme::Other }
 }
 
+/// An integer cell of at most 18 digits, `[+-]?[0-9]{1,18}`, in one pass
+/// (it cannot overflow); `None` for anything else, which the full
+/// [`classify`] then types. Most cells of a numeric stream are such
+/// integers, and classifying then parsing them read each twice.
+#[inline]
+fn quick_int(b: &[u8]) -> Option<i64> {
+    let (neg, digits) = match b.first()? {
+        b'-' => (true, &b[1..]),
+        b'+' => (false, &b[1..]),
+        _ => (false, b),
+    };
+    if digits.is_empty() || digits.len() > 18 {
+        return None;
+    }
+    let mut v: i64 = 0;
+    for &d in digits {
+        let d = d.wrapping_sub(b'0');
+        if d > 9 {
+            return None;
+        }
+        v = v * 10 + i64::from(d);
+    }
+    Some(if neg { -v } else { v })
+}
+
 /// Parses `[+-]?[0-9]+` (already checked); `None` on overflow.
 fn parse_int(b: &[u8]) -> Option<i64> {
     let (neg, digits) = match b.first() {
@@ -800,6 +825,10 @@ fn csv_value(cell: &[u8], column: &str, strings: &mut StrCache) -> Result<Value,
 /// a `Value` through a `Result` made the caller reload the two words just
 /// stored as one 16-byte load, which stalled store forwarding on every cell.
 fn csv_value_into(cell: &[u8], column: &str, strings: &mut StrCache, out: &mut Value) -> Result<(), String> {
+    if let Some(i) = quick_int(cell) {
+        *out = Value::Int(i);
+        return Ok(());
+    }
     match classify(cell) {
         Lexeme::Int => match parse_int(cell) {
             Some(i) => *out = Value::Int(i),
@@ -869,6 +898,10 @@ impl<R: BufRead> CsvState<R> {
             match self.cols[i] {
                 Col::Ts => {
                     if cell.is_empty() {
+                        continue;
+                    }
+                    if let Some(t) = quick_int(cell) {
+                        ts = Some(t);
                         continue;
                     }
                     if !matches!(classify(cell), Lexeme::Int) {
@@ -1361,6 +1394,40 @@ impl<'de> Visitor<'de> for ValueSeed<'_, '_> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn quick_ints_agree_with_classify_and_parse() {
+        let cells: &[&[u8]] = &[
+            b"0",
+            b"7",
+            b"-7",
+            b"+7",
+            b"-",
+            b"+",
+            b"",
+            b"12a",
+            b"1.5",
+            b"999999999999999999",
+            b"-999999999999999999",
+            b"9223372036854775807",
+            b"-9223372036854775808",
+            b"9223372036854775808",
+            b"00012",
+            b" 1",
+            b"1e3",
+        ];
+        for &c in cells {
+            let full = match classify(c) {
+                Lexeme::Int => parse_int(c),
+                _ => None,
+            };
+            match quick_int(c) {
+                Some(i) => assert_eq!(Some(i), full, "{:?}", std::str::from_utf8(c)),
+                // Longer than 18 digits, or not an integer at all.
+                None => assert!(full.is_none() || c.iter().filter(|b| b.is_ascii_digit()).count() > 18, "{c:?}"),
+            }
+        }
+    }
 
     #[test]
     fn crlf_rows_are_numbered_like_lf_rows() {
