@@ -356,8 +356,7 @@ impl Cutter {
             let mut end = false;
             loop {
                 let had = buf.len();
-                buf.resize(had + self.block, 0);
-                let n = match read_full(&mut self.file, &mut buf[had..]) {
+                let n = match read_more(&mut self.file, &mut buf, self.block) {
                     Ok(n) => n,
                     Err(e) => {
                         let mut p = Parsed::default();
@@ -374,7 +373,6 @@ impl Cutter {
                         return;
                     }
                 };
-                buf.truncate(had + n);
                 if let Some(c) = &self.counter {
                     c.fetch_add(n as u64, Ordering::Relaxed);
                 }
@@ -408,18 +406,12 @@ impl Cutter {
     }
 }
 
-/// Reads until `buf` is full or the input ends; the bytes read.
-fn read_full(f: &mut File, buf: &mut [u8]) -> io::Result<usize> {
-    let mut n = 0;
-    while n < buf.len() {
-        match f.read(&mut buf[n..]) {
-            Ok(0) => break,
-            Ok(k) => n += k,
-            Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
-            Err(e) => return Err(e),
-        }
-    }
-    Ok(n)
+/// Appends up to `n` bytes of `f` to `buf` (fewer only at the end of the
+/// input); the bytes read. (Through `read_to_end`, which reads into the
+/// vector's spare capacity without zeroing it first.)
+fn read_more(f: &mut File, buf: &mut Vec<u8>, n: usize) -> io::Result<usize> {
+    buf.reserve(n);
+    f.take(n as u64).read_to_end(buf)
 }
 
 /// Where the last record that ends in `buf` ends (after its newline), if
