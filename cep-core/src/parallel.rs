@@ -287,13 +287,12 @@ impl EventSource for ParallelReader {
             }
             // The block is done.
             let p = self.current.take().expect("a block");
-            let fatal = p.fatal.clone();
+            let fatal = p.fatal.clone().map(|e| self.renumber(e));
             self.row_base += p.rows;
             self.line_base += p.lines;
             let _ = self.credits.try_recv();
             let _ = self.free.send(p);
             if let Some(e) = fatal {
-                let e = self.renumber(e);
                 self.failed = Some(e.clone());
                 return Err(e);
             }
@@ -631,6 +630,29 @@ mod tests {
             let (one, par) = both(&text, Format::Jsonl, skip, block, threads);
             prop_assert_eq!(one, par);
         }
+    }
+
+    #[test]
+    fn a_fatal_error_in_a_later_block_reads_as_one_reader() {
+        // Line 7 is longer than the limit: fatal, after the rows before it.
+        let text = "ts,a\n1,x\n2,y\n3,z\n4,w\n5,v\n6,0123456789012345678901234567890123456789\n7,u\n";
+        let path = std::env::temp_dir().join(format!("cep-parallel-fatal-{}.csv", std::process::id()));
+        std::fs::write(&path, text).unwrap();
+        let mut one = Vec::new();
+        take(&mut Reader::with_max_line(text.as_bytes(), "t", Format::Csv, 30).unwrap(), usize::MAX, &mut one);
+        for skip in [0, 1, 3] {
+            let mut head = Reader::with_max_line(text.as_bytes(), "t", Format::Csv, 30).unwrap();
+            let mut got = Vec::new();
+            take(&mut head, skip, &mut got);
+            for block in [1, 7, 64] {
+                let mut par = got.clone();
+                let mut rest = ParallelReader::open_in_blocks(&path, &head, head.position(), 2, None, block).unwrap();
+                take(&mut rest, usize::MAX, &mut par);
+                assert_eq!(par, one, "skip {skip}, blocks of {block}");
+            }
+        }
+        assert!(one.last().unwrap().contains("t:7:"), "{one:?}");
+        std::fs::remove_file(&path).unwrap();
     }
 
     #[test]

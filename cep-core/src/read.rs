@@ -232,7 +232,7 @@ impl<R: BufRead> Reader<R> {
     }
 
     /// [`Reader::new`] with another limit on the length of a line.
-    fn with_max_line(src: R, file: &str, format: Format, max_line: usize) -> Result<Reader<R>, ReadError> {
+    pub(crate) fn with_max_line(src: R, file: &str, format: Format, max_line: usize) -> Result<Reader<R>, ReadError> {
         let mut schema = Schema::new();
         let default_ty = Sym::new(DEFAULT_TYPE);
         let inner = match format {
