@@ -839,6 +839,57 @@ fn runtime_contender(name: &'static str, threads: usize, ticks: Rc<Stream<Tick>>
     })
 }
 
+/// The `cep` binary: `CEP_BIN`, or `cep` beside the running executable.
+pub fn cep_binary() -> Option<std::path::PathBuf> {
+    if let Some(p) = std::env::var_os("CEP_BIN") {
+        return Some(p.into());
+    }
+    let me = std::env::current_exe().ok()?;
+    let cep = me.parent()?.join(format!("cep{}", std::env::consts::EXE_SUFFIX));
+    cep.exists().then_some(cep)
+}
+
+/// W5 through the binary: `cep run --threads N` on a CSV of the first
+/// `n` W1 ticks (written once per size), its matches read back from
+/// `--out`; the pass times the whole process.
+fn cli_contender(name: &'static str, threads: usize, ticks: Rc<Stream<Tick>>) -> Contender {
+    Contender::new(name, move |n| {
+        let dir = std::env::temp_dir().join(format!("cep-bench-w5-cli-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).expect("a scratch directory");
+        let (csv, query, out) =
+            (dir.join(format!("w1-{n}.csv")), dir.join("q.cep"), dir.join(format!("out-{threads}.jsonl")));
+        if !csv.exists() {
+            let mut f = std::io::BufWriter::new(std::fs::File::create(&csv).expect("the CSV"));
+            writeln!(f, "type,ts,key,price,vol").expect("write");
+            for t in &ticks.get(n)[..n] {
+                writeln!(f, "Tick,{},{},{},{}", t.ts, t.key, t.price, t.vol).expect("write");
+            }
+            f.flush().expect("write");
+        }
+        std::fs::write(&query, w1::RISE_SPIKE).expect("the query");
+        let cep = cep_binary().expect("the cep binary beside this one (cargo build --release -p cep-cli)");
+        Box::new(move |check| {
+            measure(n, check, |tally| {
+                let status = std::process::Command::new(&cep)
+                    .args(["run", "--threads", &threads.to_string(), "--query"])
+                    .arg(&query)
+                    .arg("--events")
+                    .arg(&csv)
+                    .arg("--out")
+                    .arg(&out)
+                    .stderr(std::process::Stdio::null())
+                    .status()
+                    .expect("cep runs");
+                assert!(status.success(), "cep run failed: {status}");
+                for line in std::fs::read_to_string(&out).expect("the output").lines() {
+                    tally.add_line(line);
+                }
+                None
+            })
+        })
+    })
+}
+
 /// A writer that keeps the bytes and when each write reached it.
 #[derive(Debug)]
 struct Stamped {
@@ -1092,6 +1143,27 @@ pub fn workloads(scale: Scale) -> Vec<Workload> {
             runtime_contender("1 thread", 1, s.ticks.clone()),
             runtime_contender("2 threads", 2, s.ticks.clone()),
         ],
+    });
+
+    // W5 through `cep run`: parsing included.
+    let n = W1A_OOO_SIZE.at(scale);
+    out.push(Workload {
+        name: "W5-cli".into(),
+        description: format!(
+            "rise_spike through `cep run --threads 1|2` on a CSV file of the first {} W1 ticks, parsing included \
+             (the `cep` binary beside this one; `cargo xtask bench` builds it); wall time of the process; \
+             peak RSS is the bench's own, not cep's",
+            thousands(n)
+        ),
+        size: W1A_OOO_SIZE,
+        events: n,
+        baseline: Baseline::Contender("1 thread"),
+        target: Target {
+            text: "≥ 1.7× with 2 threads".into(), check: Check::ContenderRatioAtLeast("2 threads", 1.7)
+        },
+        expect: (n == w1::TICKS).then_some(450),
+        series: None,
+        contenders: vec![cli_contender("1 thread", 1, s.ticks.clone()), cli_contender("2 threads", 2, s.ticks.clone())],
     });
 
     // W5 latency: the same, paced below saturation.

@@ -77,6 +77,9 @@ pub fn main(args: &Args) -> Result<ExitCode, String> {
     if workloads.is_empty() {
         return Err(format!("no workload matches `{}`", args.only.as_deref().unwrap_or("")));
     }
+    if workloads.iter().any(|w| w.name == "W5-cli") {
+        build_cep()?;
+    }
     let runs = args.runs as usize;
     let passes: usize = workloads.iter().map(|w| w.contenders.len() * (runs + 1 + usize::from(!args.no_rss))).sum();
     let progress = Progress::new(passes as u64);
@@ -137,4 +140,17 @@ pub fn main(args: &Args) -> Result<ExitCode, String> {
         eprintln!("  {w}: {f}");
     }
     Ok(ExitCode::FAILURE)
+}
+
+/// Builds the `cep` binary in release mode, beside this one (W5-cli runs it).
+fn build_cep() -> Result<(), String> {
+    let cargo = std::env::var_os("CARGO").unwrap_or_else(|| "cargo".into());
+    let status = std::process::Command::new(cargo)
+        .args(["build", "--release", "--quiet", "-p", "cep-cli", "--bin", "cep"])
+        .status()
+        .map_err(|e| format!("cannot run cargo to build cep: {e}"))?;
+    if !status.success() {
+        return Err(format!("building cep failed: {status}"));
+    }
+    Ok(())
 }
