@@ -44,7 +44,8 @@ pub struct RunArgs {
     /// Input format (default: from the extension; stdin is sniffed).
     #[arg(long, value_name = "csv|jsonl")]
     format: Option<String>,
-    /// Worker threads.
+    /// Threads: above 1, the queries run on N shards by key and a file is
+    /// parsed on N threads too (same matches as one thread, as a multiset).
     #[arg(long, value_name = "N", default_value_t = 1)]
     threads: usize,
     /// Allowed out-of-orderness of event time.
