@@ -860,25 +860,20 @@ impl Drop for Scratch {
 }
 
 /// W5 through the binary: `cep run --threads N` on a CSV of the first
-/// `n` W1 ticks (written once per size), its matches read back from
-/// `--out`; the pass times the whole process.
-fn cli_contender(name: &'static str, threads: usize, ticks: Rc<Stream<Tick>>) -> Contender {
+/// `n` W1 ticks (written by the contender's preparation), its matches read
+/// back from `--out`; the pass times the whole process.
+fn cli_contender(name: &'static str, threads: usize) -> Contender {
     Contender::new(name, move |n| {
         let dir = std::env::temp_dir().join(format!("cep-bench-w5-cli-{}-{threads}", std::process::id()));
         std::fs::create_dir_all(&dir).expect("a scratch directory");
         let (csv, query, out) = (dir.join("w1.csv"), dir.join("q.cep"), dir.join("out.jsonl"));
         let mut f = std::io::BufWriter::new(std::fs::File::create(&csv).expect("the CSV"));
-        writeln!(f, "type,ts,key,price,vol").expect("write");
-        for t in &ticks.get(n)[..n] {
-            writeln!(f, "Tick,{},{},{},{}", t.ts, t.key, t.price, t.vol).expect("write");
-        }
-        f.flush().expect("write");
+        w1::write_csv(&mut f, n).and_then(|()| f.flush()).expect("write the CSV");
         std::fs::write(&query, w1::RISE_SPIKE).expect("the query");
         let cep = cep_binary().expect("the cep binary beside this one (cargo build --release -p cep-cli)");
         let scratch = Scratch(dir);
         Box::new(move |check| {
             let _ = &scratch; // removed with the pass function
-
             measure(n, check, |tally| {
                 let status = std::process::Command::new(&cep)
                     .args(["run", "--threads", &threads.to_string(), "--query"])
@@ -898,6 +893,24 @@ fn cli_contender(name: &'static str, threads: usize, ticks: Rc<Stream<Tick>>) ->
             })
         })
     })
+}
+
+/// A W5 workload over `n` W1 ticks: one thread (the baseline) against
+/// two, target 1.7×.
+fn w5(name: &str, description: String, n: usize, contenders: [Contender; 2]) -> Workload {
+    Workload {
+        name: name.into(),
+        description,
+        size: W1A_OOO_SIZE,
+        events: n,
+        baseline: Baseline::Contender("1 thread"),
+        target: Target {
+            text: "≥ 1.7× with 2 threads".into(), check: Check::ContenderRatioAtLeast("2 threads", 1.7)
+        },
+        expect: (n == w1::TICKS).then_some(450),
+        series: None,
+        contenders: contenders.into(),
+    }
 }
 
 /// A writer that keeps the bytes and when each write reached it.
@@ -1132,49 +1145,29 @@ pub fn workloads(scale: Scale) -> Vec<Workload> {
         ],
     });
 
-    // W5: the runtime on one and two threads.
+    // W5: the runtime on one and two threads, then the binary.
     let n = W1A_OOO_SIZE.at(scale);
-    out.push(Workload {
-        name: "W5".into(),
-        description: format!(
+    out.push(w5(
+        "W5",
+        format!(
             "rise_spike through the runtime over the first {} W1 ticks (no parsing): the runner on one thread \
              against the sharded runtime (a routing front and 2 shard threads); matches = output lines",
             thousands(n)
         ),
-        size: W1A_OOO_SIZE,
-        events: n,
-        baseline: Baseline::Contender("1 thread"),
-        target: Target {
-            text: "≥ 1.7× with 2 threads".into(), check: Check::ContenderRatioAtLeast("2 threads", 1.7)
-        },
-        expect: (n == w1::TICKS).then_some(450),
-        series: None,
-        contenders: vec![
-            runtime_contender("1 thread", 1, s.ticks.clone()),
-            runtime_contender("2 threads", 2, s.ticks.clone()),
-        ],
-    });
-
-    // W5 through `cep run`: parsing included.
-    let n = W1A_OOO_SIZE.at(scale);
-    out.push(Workload {
-        name: "W5-cli".into(),
-        description: format!(
+        n,
+        [runtime_contender("1 thread", 1, s.ticks.clone()), runtime_contender("2 threads", 2, s.ticks.clone())],
+    ));
+    out.push(w5(
+        "W5-cli",
+        format!(
             "rise_spike through `cep run --threads 1|2` on a CSV file of the first {} W1 ticks, parsing included \
              (the `cep` binary beside this one; `cargo xtask bench` builds it); wall time of the process; \
              peak RSS is the bench's own, not cep's",
             thousands(n)
         ),
-        size: W1A_OOO_SIZE,
-        events: n,
-        baseline: Baseline::Contender("1 thread"),
-        target: Target {
-            text: "≥ 1.7× with 2 threads".into(), check: Check::ContenderRatioAtLeast("2 threads", 1.7)
-        },
-        expect: (n == w1::TICKS).then_some(450),
-        series: None,
-        contenders: vec![cli_contender("1 thread", 1, s.ticks.clone()), cli_contender("2 threads", 2, s.ticks.clone())],
-    });
+        n,
+        [cli_contender("1 thread", 1), cli_contender("2 threads", 2)],
+    ));
 
     // W5 latency: the same, paced below saturation.
     let n = W5_LATENCY_SIZE.at(scale);
