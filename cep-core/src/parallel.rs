@@ -25,7 +25,7 @@ use std::collections::BTreeMap;
 use std::fs::File;
 use std::io::{self, Read, Seek, SeekFrom};
 use std::sync::Arc;
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::mpsc::{Receiver, Sender, SyncSender, channel, sync_channel};
 
 use parking_lot::Mutex;
@@ -138,7 +138,6 @@ pub struct ParallelReader {
     /// One per block finished: the cutter may read another.
     credits: Receiver<()>,
     failed: Option<ReadError>,
-    stop: Arc<AtomicBool>,
 }
 
 impl std::fmt::Debug for ParallelReader {
@@ -174,7 +173,6 @@ impl ParallelReader {
         let mut f = File::open(path)?;
         f.seek(SeekFrom::Start(at.byte))?;
         let threads = threads.max(1);
-        let stop = Arc::new(AtomicBool::new(false));
         let (work_tx, work_rx) = sync_channel::<Block>(threads);
         let work_rx = Arc::new(Mutex::new(work_rx));
         let (results_tx, results) = channel::<Parsed>();
@@ -204,7 +202,6 @@ impl ParallelReader {
             bufs: bufs_rx,
             credits: credit_tx,
             counter,
-            stop: Arc::clone(&stop),
         };
         std::thread::Builder::new().name("cep-cut".into()).spawn(move || cutter.run())?;
         Ok(ParallelReader {
@@ -222,7 +219,6 @@ impl ParallelReader {
             free,
             credits,
             failed: None,
-            stop,
         })
     }
 
@@ -316,13 +312,6 @@ impl EventSource for ParallelReader {
     }
 }
 
-impl Drop for ParallelReader {
-    fn drop(&mut self) {
-        // The threads stop once their channels close.
-        self.stop.store(true, Ordering::Relaxed);
-    }
-}
-
 /// The thread that reads the file and cuts it into blocks of whole
 /// records.
 struct Cutter {
@@ -337,7 +326,6 @@ struct Cutter {
     bufs: Receiver<Vec<u8>>,
     credits: SyncSender<()>,
     counter: Option<Arc<AtomicU64>>,
-    stop: Arc<AtomicBool>,
 }
 
 impl Cutter {
@@ -346,7 +334,10 @@ impl Cutter {
         let mut at = self.start;
         let mut seq = 0;
         loop {
-            if self.stop.load(Ordering::Relaxed) || self.credits.send(()).is_err() {
+            // Waits while enough blocks are ahead of the caller; fails once
+            // the caller has dropped the reader, and the threads stop as
+            // their channels close.
+            if self.credits.send(()).is_err() {
                 return;
             }
             let mut buf = self.bufs.try_recv().unwrap_or_default();
@@ -354,7 +345,6 @@ impl Cutter {
             buf.append(&mut carry);
             let mut end = false;
             loop {
-                let had = buf.len();
                 let n = match read_more(&mut self.file, &mut buf, self.block) {
                     Ok(n) => n,
                     Err(e) => {
@@ -379,7 +369,7 @@ impl Cutter {
                     end = true;
                     break;
                 }
-                if let Some(cut) = last_record_end(&buf[..], had, self.format) {
+                if let Some(cut) = last_record_end(&buf[..], self.format) {
                     carry.extend_from_slice(&buf[cut..]);
                     buf.truncate(cut);
                     break;
@@ -414,17 +404,15 @@ fn read_more(f: &mut File, buf: &mut Vec<u8>, n: usize) -> io::Result<usize> {
 }
 
 /// Where the last record that ends in `buf` ends (after its newline), if
-/// one ends at or after `from` (the bytes before were looked at already and
-/// held none); `buf` starts at a record's start. JSON lines end at every
+/// one does; `buf` starts at a record's start. JSON lines end at every
 /// newline; CSV records at newlines outside quoted fields.
-fn last_record_end(buf: &[u8], from: usize, format: Format) -> Option<usize> {
-    let cut = match format {
-        Format::Jsonl => memchr::memrchr(b'\n', buf)? + 1,
+fn last_record_end(buf: &[u8], format: Format) -> Option<usize> {
+    match format {
+        Format::Jsonl => Some(memchr::memrchr(b'\n', buf)? + 1),
         // Without a quote, every newline ends a record.
-        Format::Csv if memchr::memchr(b'"', buf).is_none() => csv_cut(buf, memchr::memrchr(b'\n', buf)?)?,
-        Format::Csv => csv_cut(buf, last_csv_record_end(buf)?)?,
-    };
-    (cut > from).then_some(cut)
+        Format::Csv if memchr::memchr(b'"', buf).is_none() => csv_cut(buf, memchr::memrchr(b'\n', buf)?),
+        Format::Csv => csv_cut(buf, last_csv_record_end(buf)?),
+    }
 }
 
 /// Where to cut CSV text whose last record ends at the newline at `nl`:

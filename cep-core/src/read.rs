@@ -703,24 +703,37 @@ fn csv_fatal<R: BufRead>(rdr: &csv::Reader<LineLimit<R>>, e: &csv::Error, line_b
 }
 
 /// What a trimmed cell looks like.
+#[derive(Debug, PartialEq)]
 enum Lexeme {
-    Int,
+    /// An integer literal, with its value (`None`: it does not fit an
+    /// `i64`).
+    Int(Option<i64>),
     Float,
     NonFinite,
     Other,
 }
 
+/// Types a trimmed cell; integers (the common case) inline, the rest out of
+/// line.
+#[inline(always)]
 fn classify(b: &[u8]) -> Lexeme {
-    let body = match b.first() {
-        Some(b'+' | b'-') => &b[1..],
-        _ => b,
+    let (neg, body) = match b.first() {
+        Some(b'-') => (true, &b[1..]),
+        Some(b'+') => (false, &b[1..]),
+        _ => (false, b),
     };
     if body.is_empty() {
         return Lexeme::Other;
     }
-    if body.iter().all(u8::is_ascii_digit) {
-        return Lexeme::Int;
+    match int_value(neg, body) {
+        Some(v) => Lexeme::Int(v),
+        None => classify_not_int(body),
     }
+}
+
+/// [`classify`] for a cell (without its sign) that is not an integer.
+#[inline(never)]
+fn classify_not_int(body: &[u8]) -> Lexeme {
     if body.eq_ignore_ascii_case(b"nan") || body.eq_ignore_ascii_case(b"inf") || body.eq_ignore_ascii_case(b"infinity")
     {
         return Lexeme::NonFinite;
@@ -751,45 +764,31 @@ fn classify(b: &[u8]) -> Lexeme {
     if i == body.len() { Lexeme::Float } else { Lexeme::Other }
 }
 
-/// An integer cell of at most 18 digits, `[+-]?[0-9]{1,18}`, in one pass
-/// (it cannot overflow); `None` for anything else, which the full
-/// [`classify`] then types. Most cells of a numeric stream are such
-/// integers, and classifying then parsing them read each twice.
-#[inline]
-fn quick_int(b: &[u8]) -> Option<i64> {
-    let (neg, digits) = match b.first()? {
-        b'-' => (true, &b[1..]),
-        b'+' => (false, &b[1..]),
-        _ => (false, b),
-    };
-    if digits.is_empty() || digits.len() > 18 {
-        return None;
-    }
+/// The value of the digits `digits` (negated with `neg`), read in one
+/// pass: `None` when they are not all digits, `Some(None)` when the value
+/// does not fit an `i64`. Up to 18 digits cannot overflow and are added
+/// without checks (most cells of a numeric stream are such integers, and
+/// typing then parsing them had read each twice); a longer literal is read
+/// again with checks.
+#[inline(always)]
+fn int_value(neg: bool, digits: &[u8]) -> Option<Option<i64>> {
     let mut v: i64 = 0;
     for &d in digits {
         let d = d.wrapping_sub(b'0');
         if d > 9 {
             return None;
         }
-        v = v * 10 + i64::from(d);
+        v = v.wrapping_mul(10).wrapping_add(i64::from(d));
     }
-    Some(if neg { -v } else { v })
-}
-
-/// Parses `[+-]?[0-9]+` (already checked); `None` on overflow.
-fn parse_int(b: &[u8]) -> Option<i64> {
-    let (neg, digits) = match b.first() {
-        Some(b'-') => (true, &b[1..]),
-        Some(b'+') => (false, &b[1..]),
-        _ => (false, b),
-    };
-    let mut v: i64 = 0;
-    for &d in digits {
+    if digits.len() <= 18 {
+        return Some(Some(if neg { -v } else { v }));
+    }
+    // Built negative when negative, so that `i64::MIN` fits.
+    let checked = digits.iter().try_fold(0i64, |v, &d| {
         let d = i64::from(d - b'0');
-        v = v.checked_mul(10)?;
-        v = if neg { v.checked_sub(d)? } else { v.checked_add(d)? };
-    }
-    Some(v)
+        v.checked_mul(10).and_then(|v| if neg { v.checked_sub(d) } else { v.checked_add(d) })
+    });
+    Some(checked)
 }
 
 /// Types one CSV cell exactly as the event reader does (LANGUAGE.md §1):
@@ -825,15 +824,11 @@ fn csv_value(cell: &[u8], column: &str, strings: &mut StrCache) -> Result<Value,
 /// a `Value` through a `Result` made the caller reload the two words just
 /// stored as one 16-byte load, which stalled store forwarding on every cell.
 fn csv_value_into(cell: &[u8], column: &str, strings: &mut StrCache, out: &mut Value) -> Result<(), String> {
-    if let Some(i) = quick_int(cell) {
-        *out = Value::Int(i);
-        return Ok(());
-    }
     match classify(cell) {
-        Lexeme::Int => match parse_int(cell) {
-            Some(i) => *out = Value::Int(i),
-            None => return Err(format!("integer `{}` in column `{column}` does not fit in 64 bits", show(cell))),
-        },
+        Lexeme::Int(Some(i)) => *out = Value::Int(i),
+        Lexeme::Int(None) => {
+            return Err(format!("integer `{}` in column `{column}` does not fit in 64 bits", show(cell)));
+        }
         Lexeme::Float => {
             // The lexeme is ASCII, and Rust's float syntax is a superset of it.
             let f = std::str::from_utf8(cell).ok().and_then(|s| s.parse::<f64>().ok());
@@ -900,18 +895,12 @@ impl<R: BufRead> CsvState<R> {
                     if cell.is_empty() {
                         continue;
                     }
-                    if let Some(t) = quick_int(cell) {
-                        ts = Some(t);
-                        continue;
-                    }
-                    if !matches!(classify(cell), Lexeme::Int) {
-                        return Err(bad(format!("`ts` is not an integer: `{}`", show(cell))));
-                    }
-                    match parse_int(cell) {
-                        Some(t) => ts = Some(t),
-                        None => {
+                    match classify(cell) {
+                        Lexeme::Int(Some(t)) => ts = Some(t),
+                        Lexeme::Int(None) => {
                             return Err(bad(format!("`ts` `{}` does not fit in 64 bits", show(cell))));
                         }
+                        _ => return Err(bad(format!("`ts` is not an integer: `{}`", show(cell)))),
                     }
                 }
                 Col::Type => {
@@ -1396,7 +1385,7 @@ mod tests {
     use super::*;
 
     #[test]
-    fn quick_ints_agree_with_classify_and_parse() {
+    fn integer_cells_are_typed_and_parsed_in_one_pass() {
         let cells: &[&[u8]] = &[
             b"0",
             b"7",
@@ -1412,19 +1401,20 @@ mod tests {
             b"9223372036854775807",
             b"-9223372036854775808",
             b"9223372036854775808",
+            b"-9223372036854775809",
+            b"00000000000000000000000001",
             b"00012",
             b" 1",
             b"1e3",
         ];
         for &c in cells {
-            let full = match classify(c) {
-                Lexeme::Int => parse_int(c),
-                _ => None,
-            };
-            match quick_int(c) {
-                Some(i) => assert_eq!(Some(i), full, "{:?}", std::str::from_utf8(c)),
-                // Longer than 18 digits, or not an integer at all.
-                None => assert!(full.is_none() || c.iter().filter(|b| b.is_ascii_digit()).count() > 18, "{c:?}"),
+            let text = std::str::from_utf8(c).unwrap();
+            let literal = text.strip_prefix(['+', '-']).unwrap_or(text);
+            // Against the standard library's parse, for integer literals.
+            if !literal.is_empty() && literal.bytes().all(|b| b.is_ascii_digit()) {
+                assert_eq!(classify(c), Lexeme::Int(text.parse::<i64>().ok()), "{text:?}");
+            } else {
+                assert!(!matches!(classify(c), Lexeme::Int(_)), "{text:?}");
             }
         }
     }

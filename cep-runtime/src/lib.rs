@@ -554,15 +554,22 @@ impl Runner {
     /// false, and [`push`](Self::push) handles the event.
     #[inline]
     pub(crate) fn forward_in_order(&mut self, ts: Timestamp) -> bool {
-        if !self.forward || self.reorder.is_some() || ts < self.watermark.get() {
+        // A late event leaves the watermark as it was, for `push`.
+        if !self.forward || self.reorder.is_some() || self.watermark.observe(ts).is_err() {
             return false;
         }
-        let _ = self.watermark.observe(ts);
+        self.count_event();
+        true
+    }
+
+    /// Counts an event given to the engines (or forwarded), sampling the
+    /// statistics now and then.
+    #[inline]
+    fn count_event(&mut self) {
         self.summary.events += 1;
         if self.summary.events % STATS_SAMPLE == 0 {
             let _ = self.sample();
         }
-        true
     }
 
     /// The field each query is partitioned by (`None`: one partition, or a
@@ -714,10 +721,7 @@ impl Runner {
     /// Gives one event, in event-time order, to every engine, then to the
     /// level alerts.
     fn feed(&mut self, e: &Event, mask: u64, sink: &mut impl Sink) -> Result<(), PushError> {
-        self.summary.events += 1;
-        if self.summary.events % STATS_SAMPLE == 0 {
-            let _ = self.sample();
-        }
+        self.count_event();
         if self.forward {
             return Ok(sink.on_released(e)?);
         }
