@@ -335,16 +335,13 @@ struct Hot {
     ring: [Value; INLINE_RING],
 }
 
-/// A partition's timer: its deadline (`MAX`: none) and its handle on the
-/// wheel.
-#[derive(Clone, Copy, Debug)]
-struct Armed {
-    at: Timestamp,
-    id: Option<TimerId>,
-}
+/// A partition's timer on the wheel, if it has one (the handle carries the
+/// deadline).
+type Armed = Option<TimerId>;
 
-impl Armed {
-    const NONE: Armed = Armed { at: Timestamp::MAX, id: None };
+/// The deadline of a partition's timer (`MAX`: none).
+fn armed_at(armed: Armed) -> Timestamp {
+    armed.map_or(Timestamp::MAX, |id| id.deadline())
 }
 
 /// The partial matches of a partition.
@@ -637,7 +634,7 @@ impl<E: StreamEvent> Engine<E> {
         debug_assert!(self.out.is_empty() && self.done.is_empty(), "snapshot between events, matches taken");
         EngineSnapshot {
             parts: self.parts.clone(),
-            scheduled: self.armed.iter().map(|a| a.at).collect(),
+            scheduled: self.armed.iter().map(|&a| armed_at(a)).collect(),
             hot: self.hot.clone(),
             ring: self.ring.clone(),
             nodes: self.buffer.nodes(),
@@ -672,7 +669,7 @@ impl<E: StreamEvent> Engine<E> {
             .scheduled
             .iter()
             .enumerate()
-            .map(|(pid, &at)| Armed { at, id: (at < Timestamp::MAX).then(|| timers.insert(at, pid as u32)) })
+            .map(|(pid, &at)| (at < Timestamp::MAX).then(|| timers.insert(at, pid as u32)))
             .collect();
         self.next_due = timers.next_bound().unwrap_or(Timestamp::MAX);
         self.timers = timers;
@@ -794,7 +791,7 @@ impl<E: StreamEvent> Engine<E> {
             pending: RunSet::new(prog.regs),
             log: NegLog::default(),
         });
-        self.armed.push(Armed::NONE);
+        self.armed.push(None);
         self.hot.push(Hot { next_pos: 0, live: 0, hist_head: 0, hist_len: 0, ring: [Value::Null; INLINE_RING] });
         if !self.shape.inline() {
             self.ring.resize(self.ring.len() + self.shape.stride(), Value::Null);
@@ -865,7 +862,7 @@ impl<E: StreamEvent> Engine<E> {
         let mut fired = std::mem::take(&mut self.fired);
         self.timers.advance_to(wm, &mut fired);
         for &(_, pid) in &fired {
-            self.armed[pid as usize] = Armed::NONE;
+            self.armed[pid as usize] = None;
         }
         for &(_, pid) in &fired {
             self.sweep(pid, wm);
@@ -897,7 +894,7 @@ impl<E: StreamEvent> Engine<E> {
         self.timers.drain(&mut fired);
         fired.clear();
         self.fired = fired;
-        self.armed.iter_mut().for_each(|a| *a = Armed::NONE);
+        self.armed.iter_mut().for_each(|a| *a = None);
         self.next_due = Timestamp::MAX;
         self.emit_done();
     }
@@ -934,11 +931,11 @@ impl<E: StreamEvent> Engine<E> {
         hot.live = (part.runs.len() + part.pending.len()) as u32;
         let d = part.runs.runs.iter().chain(&part.pending.runs).map(|r| r.expires).min().unwrap_or(Timestamp::MAX);
         let armed = &mut self.armed[pid as usize];
-        if d < armed.at {
-            if let Some(old) = armed.id.take() {
+        if d < armed_at(*armed) {
+            if let Some(old) = armed.take() {
                 self.timers.cancel(old);
             }
-            *armed = Armed { at: d, id: Some(self.timers.insert(d, pid)) };
+            *armed = Some(self.timers.insert(d, pid));
             self.next_due = self.next_due.min(d);
         }
     }

@@ -47,15 +47,15 @@ impl Timers for TimerWheel<Payload> {
     fn new() -> Self {
         TimerWheel::new()
     }
-    #[inline]
+    #[inline(always)]
     fn arm(&mut self, deadline: i64, value: Payload) -> TimerId {
         self.insert(deadline, value)
     }
-    #[inline]
+    #[inline(always)]
     fn cancel(&mut self, id: TimerId) -> bool {
-        TimerWheel::cancel(self, id).is_some()
+        TimerWheel::cancel(self, id)
     }
-    #[inline]
+    #[inline(always)]
     fn expire(&mut self, watermark: i64, out: &mut Vec<(i64, Payload)>) {
         self.advance_to(watermark, out)
     }
@@ -76,7 +76,7 @@ impl Timers for LazyHeap {
     fn new() -> Self {
         LazyHeap { heap: BinaryHeap::new(), live: Slab::new(), seq: 0 }
     }
-    #[inline]
+    #[inline(always)]
     fn arm(&mut self, deadline: i64, value: Payload) -> (u32, u64) {
         let seq = self.seq;
         self.seq += 1;
@@ -84,7 +84,7 @@ impl Timers for LazyHeap {
         self.heap.push(Reverse((deadline, seq, index)));
         (index, seq)
     }
-    #[inline]
+    #[inline(always)]
     fn cancel(&mut self, (index, seq): (u32, u64)) -> bool {
         if self.live.get(index as usize).is_none_or(|e| e.0 != seq) {
             return false;
@@ -96,7 +96,7 @@ impl Timers for LazyHeap {
         }
         true
     }
-    #[inline]
+    #[inline(always)]
     fn expire(&mut self, watermark: i64, out: &mut Vec<(i64, Payload)>) {
         while let Some(&Reverse((deadline, seq, index))) = self.heap.peek() {
             if deadline >= watermark {
@@ -122,18 +122,18 @@ impl Timers for Tree {
     fn new() -> Self {
         Tree { map: BTreeMap::new(), seq: 0 }
     }
-    #[inline]
+    #[inline(always)]
     fn arm(&mut self, deadline: i64, value: Payload) -> (i64, u64) {
         let key = (deadline, self.seq);
         self.seq += 1;
         self.map.insert(key, value);
         key
     }
-    #[inline]
+    #[inline(always)]
     fn cancel(&mut self, id: (i64, u64)) -> bool {
         self.map.remove(&id).is_some()
     }
-    #[inline]
+    #[inline(always)]
     fn expire(&mut self, watermark: i64, out: &mut Vec<(i64, Payload)>) {
         while let Some(entry) = self.map.first_entry() {
             if entry.key().0 >= watermark {

@@ -106,7 +106,7 @@ impl Timers for Wheel {
     }
 
     fn cancel(&mut self, id: TimerId) -> bool {
-        self.wheel.cancel(id).is_some()
+        self.wheel.cancel(id)
     }
 
     fn advance(&mut self, wm: Timestamp, fire: &mut impl FnMut(Timestamp, u32)) {
