@@ -862,9 +862,12 @@ impl Drop for Scratch {
 /// W5 through the binary: `cep run --threads N` on a CSV of the first
 /// `n` W1 ticks (written by the contender's preparation), its matches read
 /// back from `--out`; the pass times the whole process.
-fn cli_contender(name: &'static str, threads: usize) -> Contender {
+/// `cep run` with `--threads N`, or without the flag (`None`: a file parsed
+/// on every core, the query on one thread).
+fn cli_contender(name: &'static str, threads: Option<usize>) -> Contender {
     Contender::new(name, move |n| {
-        let dir = std::env::temp_dir().join(format!("cep-bench-w5-cli-{}-{threads}", std::process::id()));
+        let tag = threads.map_or("default".to_owned(), |t| t.to_string());
+        let dir = std::env::temp_dir().join(format!("cep-bench-w5-cli-{}-{tag}", std::process::id()));
         std::fs::create_dir_all(&dir).expect("a scratch directory");
         let (csv, query, out) = (dir.join("w1.csv"), dir.join("q.cep"), dir.join("out.jsonl"));
         let mut f = std::io::BufWriter::new(std::fs::File::create(&csv).expect("the CSV"));
@@ -875,8 +878,13 @@ fn cli_contender(name: &'static str, threads: usize) -> Contender {
         Box::new(move |check| {
             let _ = &scratch; // removed with the pass function
             measure(n, check, |tally| {
-                let status = std::process::Command::new(&cep)
-                    .args(["run", "--threads", &threads.to_string(), "--query"])
+                let mut command = std::process::Command::new(&cep);
+                command.arg("run");
+                if let Some(t) = threads {
+                    command.args(["--threads", &t.to_string()]);
+                }
+                let status = command
+                    .arg("--query")
                     .arg(&query)
                     .arg("--events")
                     .arg(&csv)
@@ -897,7 +905,7 @@ fn cli_contender(name: &'static str, threads: usize) -> Contender {
 
 /// A W5 workload over `n` W1 ticks: one thread (the baseline) against
 /// two, target 1.7×.
-fn w5(name: &str, description: String, n: usize, contenders: [Contender; 2]) -> Workload {
+fn w5(name: &str, description: String, n: usize, contenders: Vec<Contender>) -> Workload {
     Workload {
         name: name.into(),
         description,
@@ -909,7 +917,7 @@ fn w5(name: &str, description: String, n: usize, contenders: [Contender; 2]) -> 
         },
         expect: (n == w1::TICKS).then_some(450),
         series: None,
-        contenders: contenders.into(),
+        contenders,
     }
 }
 
@@ -1155,18 +1163,19 @@ pub fn workloads(scale: Scale) -> Vec<Workload> {
             thousands(n)
         ),
         n,
-        [runtime_contender("1 thread", 1, s.ticks.clone()), runtime_contender("2 threads", 2, s.ticks.clone())],
+        vec![runtime_contender("1 thread", 1, s.ticks.clone()), runtime_contender("2 threads", 2, s.ticks.clone())],
     ));
     out.push(w5(
         "W5-cli",
         format!(
-            "rise_spike through `cep run --threads 1|2` on a CSV file of the first {} W1 ticks, parsing included \
-             (the `cep` binary beside this one; `cargo xtask bench` builds it); wall time of the process; \
-             peak RSS is the bench's own, not cep's",
+            "rise_spike through `cep run --threads 1|2` and `cep run` (the default: the file parsed on every core, \
+             the query on one thread) on a CSV file of the first {} W1 ticks, parsing included (the `cep` binary \
+             beside this one; `cargo xtask bench` builds it); wall time of the process; peak RSS is the bench's \
+             own, not cep's",
             thousands(n)
         ),
         n,
-        [cli_contender("1 thread", 1), cli_contender("2 threads", 2)],
+        vec![cli_contender("1 thread", Some(1)), cli_contender("2 threads", Some(2)), cli_contender("default", None)],
     ));
 
     // W5 latency: the same, paced below saturation.

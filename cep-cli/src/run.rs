@@ -44,10 +44,14 @@ pub struct RunArgs {
     /// Input format (default: from the extension; stdin is sniffed).
     #[arg(long, value_name = "csv|jsonl")]
     format: Option<String>,
-    /// Threads: above 1, the queries run on N shards by key and a file is
-    /// parsed on N threads too (same matches as one thread, as a multiset).
-    #[arg(long, value_name = "N", default_value_t = 1)]
-    threads: usize,
+    /// Threads. Without this flag, a file is parsed on as many threads as
+    /// there are cores and the queries run on one: the output is that of
+    /// `--threads 1`, byte for byte. `--threads 1` runs everything on one
+    /// thread; above 1, the queries run on N shards by key and a file is
+    /// parsed on N threads (the same matches as one thread, as a multiset:
+    /// across keys the order may differ).
+    #[arg(long, value_name = "N")]
+    threads: Option<usize>,
     /// Allowed out-of-orderness of event time.
     #[arg(long, value_name = "DUR", default_value = "0")]
     max_delay: String,
@@ -112,9 +116,12 @@ pub(crate) fn engine_options(engine: &str, construction: &str) -> Result<(Engine
 /// Runs `cep run`.
 pub fn run(args: RunArgs) -> Result<(), Failure> {
     let unit = time_unit(&args.time_unit)?;
-    if args.threads == 0 {
+    if args.threads == Some(0) {
         return Err(Failure::bad_input("--threads must be at least 1"));
     }
+    // The queries run on `shard_count` threads, a file is parsed on `parsers`.
+    let shard_count = args.threads.unwrap_or(1);
+    let parsers = args.threads.unwrap_or_else(|| std::thread::available_parallelism().map_or(1, |n| n.get()));
     let every = match (&args.checkpoint, args.checkpoint_every) {
         (None, Some(_)) => return Err(Failure::bad_input("--checkpoint-every needs --checkpoint DIR")),
         (_, Some(0)) => return Err(Failure::bad_input("--checkpoint-every must be at least 1")),
@@ -173,7 +180,7 @@ pub fn run(args: RunArgs) -> Result<(), Failure> {
         for a in alerts {
             schema.field(&a.field);
         }
-        if args.threads == 1 {
+        if shard_count == 1 {
             first.set_levels(level_index(alerts.iter().cloned(), alerts, args.levels.as_deref())?, input.schema_mut());
         }
     }
@@ -182,7 +189,7 @@ pub fn run(args: RunArgs) -> Result<(), Failure> {
 
     // A resumed run starts from the newest checkpoint taken with the same
     // queries, alerts and options.
-    let fingerprint = fingerprint(&args, delay, unit, &field_names)?;
+    let fingerprint = fingerprint(&args, shard_count, delay, unit, &field_names)?;
     let resumed = match (&args.checkpoint, args.resume) {
         (Some(dir), true) => resume_from(dir, fingerprint)?,
         (Some(dir), false) => {
@@ -215,7 +222,7 @@ pub fn run(args: RunArgs) -> Result<(), Failure> {
     };
     let late_file = |e: io::Error| Failure::other(format!("cannot open the late-event file: {e}"));
 
-    let mut pipeline = if args.threads == 1 {
+    let mut pipeline = if shard_count == 1 {
         first.set_max_delay(delay);
         first.set_field_names(field_names);
         match state.take() {
@@ -232,11 +239,11 @@ pub fn run(args: RunArgs) -> Result<(), Failure> {
             return Err(Failure::bad_input("--threads above 1 runs at most 63 queries; use --threads 1"));
         }
         let mut shards = vec![first];
-        for _ in 1..args.threads {
+        for _ in 1..shard_count {
             shards.push(compile(&mut input.schema().clone())?);
         }
         if let Some(alerts) = &alerts {
-            let n = args.threads;
+            let n = shard_count;
             for (i, shard) in shards.iter_mut().enumerate() {
                 let mine = alerts.iter().filter(|a| shard_of(&a.key, n) == i).cloned();
                 shard.set_levels(level_index(mine, alerts, args.levels.as_deref())?, &mut input.schema().clone());
@@ -295,17 +302,17 @@ pub fn run(args: RunArgs) -> Result<(), Failure> {
             drive_idle(&mut pipeline, &mut sink, input, opts, clock, &mut skipped, &mut checkpoints)
         }
         _ => {
-            // A file on several threads is parsed on as many threads of its
-            // own, from where the read-ahead stopped. (W1 CSV on two cores:
-            // one parser took 0.30-0.34 s, two 0.28-0.30 s, one thread
-            // 0.42-0.47 s.)
+            // A file is parsed on threads of its own, from where the
+            // read-ahead stopped. (W1 CSV on two cores: one thread 0.45-0.53
+            // s; one shard and two parsers 0.31-0.40 s; two shards and one
+            // parser 0.30-0.34 s, two 0.28-0.36 s.)
             let mut parallel = None;
-            if !streaming && args.threads > 1 && !prefix.ended && prefix.error.is_none() {
+            if !streaming && parsers > 1 && !prefix.ended && prefix.error.is_none() {
                 let at = input.position();
                 if let Some(c) = &counter {
                     c.store(at.byte, std::sync::atomic::Ordering::Relaxed);
                 }
-                let rest = ParallelReader::open(Path::new(&args.events), &input, at, args.threads, counter.clone())
+                let rest = ParallelReader::open(Path::new(&args.events), &input, at, parsers, counter.clone())
                     .map_err(|e| Failure::other(format!("cannot read {}: {e}", args.events)))?;
                 parallel = Some(rest);
             }
@@ -448,7 +455,13 @@ fn resume_from(dir: &std::path::Path, fingerprint: u64) -> Result<Option<Checkpo
 
 /// Identifies what a checkpoint's state depends on: the query and alert
 /// files, the options that shape the engines, and the input's columns.
-fn fingerprint(args: &RunArgs, delay: i64, unit: cep_core::TimeUnit, fields: &[String]) -> Result<u64, Failure> {
+fn fingerprint(
+    args: &RunArgs,
+    shards: usize,
+    delay: i64,
+    unit: cep_core::TimeUnit,
+    fields: &[String],
+) -> Result<u64, Failure> {
     let mut h = xxhash_rust::xxh3::Xxh3::new();
     let mut put = |bytes: &[u8]| {
         h.update(&(bytes.len() as u64).to_le_bytes());
@@ -459,7 +472,8 @@ fn fingerprint(args: &RunArgs, delay: i64, unit: cep_core::TimeUnit, fields: &[S
             .map_err(|e| Failure::bad_input(format!("error: cannot read {}: {e}", path.display())))?;
         put(&text);
     }
-    put(&(args.threads as u64).to_le_bytes());
+    // The shards, not the parser threads: parsing leaves no state behind.
+    put(&(shards as u64).to_le_bytes());
     put(&delay.to_le_bytes());
     put(&unit.nanos().to_le_bytes());
     put(args.engine.as_bytes());

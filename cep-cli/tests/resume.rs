@@ -361,3 +361,30 @@ fn resume_of_a_crlf_file_on_two_threads() {
     assert_eq!(summary(&o.stderr), want_summary);
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+/// Without `--threads` a file is parsed on every core and the queries run on
+/// one thread, which keeps no state of its own: its checkpoints resume with
+/// `--threads 1` and the other way round, the output the same byte for byte.
+#[test]
+fn the_default_and_one_thread_resume_each_other() {
+    let dir = scratch("default");
+    // Checkpoints of a default run (`checkpointed` passes no --threads).
+    let Checkpointed { args, out, want, want_summary, files } = checkpointed(&dir, 60_000, "10000");
+    let one = [&args[..], &["--threads".to_owned(), "1".to_owned()]].concat();
+    assert_eq!(run_to_end(&one), want_summary);
+    assert_eq!(std::fs::read_to_string(&out).unwrap(), want, "--threads 1 and the default differ");
+    for (first, then) in [(&args, &one), (&one, &args)] {
+        run_to_end(first);
+        let mut kept: Vec<PathBuf> =
+            std::fs::read_dir(files[0].parent().unwrap()).unwrap().map(|e| e.unwrap().path()).collect();
+        kept.sort();
+        std::fs::remove_file(kept.last().unwrap()).unwrap();
+        let o = Command::new(CEP).args(then).arg("--resume").output().unwrap();
+        let stderr = String::from_utf8_lossy(&o.stderr);
+        assert!(o.status.success(), "{stderr}");
+        assert!(stderr.contains("resuming after row 50000"), "{stderr}");
+        assert_eq!(std::fs::read_to_string(&out).unwrap(), want);
+        assert_eq!(summary(&o.stderr), want_summary);
+    }
+    let _ = std::fs::remove_dir_all(&dir);
+}

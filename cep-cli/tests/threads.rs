@@ -1,5 +1,6 @@
 //! `cep run --threads N`: the same matches and level alerts, as a multiset,
-//! as `--threads 1`, on W1 ticks (in order and displaced within the delay).
+//! as `--threads 1`, on W1 ticks (in order and displaced within the delay);
+//! without `--threads`, the same output as `--threads 1`, byte for byte.
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
@@ -48,6 +49,13 @@ fn threads_give_the_matches_of_one_thread() {
     levels::write_csv(&mut f, levels::KEYS, 5).unwrap();
     std::fs::write(&alerts, f).unwrap();
     let base = ["run", "--query", p(&query), "--levels", p(&alerts), "--events", p(&events), "--max-delay", "2"];
+    // Without --threads the file is parsed on every core and the queries run
+    // on one thread: the output of --threads 1, in the same order.
+    let unsorted = |extra: &[&str]| Command::new(CEP).args([&base[..], extra].concat()).output().unwrap();
+    let (default, one_thread) = (unsorted(&[]), unsorted(&["--threads", "1"]));
+    assert!(default.status.success() && one_thread.status.success());
+    assert!(default.stdout == one_thread.stdout, "the default and --threads 1 differ");
+    assert_eq!(default.stderr, one_thread.stderr);
     let (one, stderr_one) = sorted_output(&[&base[..], &["--threads", "1"]].concat());
     assert!(one.len() > 1000, "{}", one.len());
     assert!(one.iter().any(|l| l.starts_with("{\"query\":\"rise_spike\"")));
@@ -92,6 +100,9 @@ fn bad_rows_read_on_threads_read_as_on_one() {
     };
     let one = run(&["--on-bad-row", "skip", "--threads", "1"]);
     let two = run(&["--on-bad-row", "skip", "--threads", "2"]);
+    // The default parses on every core, and prints what one thread prints.
+    let default = run(&["--on-bad-row", "skip"]);
+    assert_eq!((&default.stdout, &default.stderr), (&one.stdout, &one.stderr));
     assert!(one.status.success() && two.status.success());
     assert_eq!(skipped(&one).len(), 14, "{}", String::from_utf8_lossy(&one.stderr));
     assert_eq!(skipped(&one), skipped(&two));
@@ -104,6 +115,8 @@ fn bad_rows_read_on_threads_read_as_on_one() {
     assert_eq!(sorted(&one), sorted(&two));
     // Failing on the first bad row past the read-ahead: the same message.
     let (one, two) = (run(&["--threads", "1"]), run(&["--threads", "2"]));
+    let default = run(&[]);
+    assert_eq!((&default.stdout, &default.stderr, default.status.code()), (&one.stdout, &one.stderr, Some(2)));
     assert_eq!(one.status.code(), Some(2));
     assert_eq!(two.status.code(), Some(2));
     let error = |o: &std::process::Output| {
