@@ -24,8 +24,8 @@
 //!   means type `Event`.
 //! - A row with the wrong number of cells, a bad `ts`, a bad number or
 //!   invalid UTF-8 is a bad row ([`ReadErrorKind::BadRow`]); reading can go
-//!   on with the next row. Blank lines are skipped and are not rows (the `csv`
-//!   crate drops them).
+//!   on with the next row. Blank lines are skipped and are not rows; a row's
+//!   line is its own, after any blank lines before it.
 //! - A record ends at a `\n` outside quotes; a `\r` before it (CRLF files)
 //!   belongs to the last cell, which trimming drops. A lone `\r` does not end
 //!   a record.
@@ -60,12 +60,16 @@
 
 use std::borrow::Cow;
 use std::fmt;
-use std::io::{self, BufRead, Read};
+use std::io::{self, BufRead};
 
 use ahash::AHashMap;
 use serde::de::{self, DeserializeSeed, MapAccess, SeqAccess, Visitor};
 
 use crate::{DEFAULT_TYPE, Event, FieldId, Schema, Sym, Value};
+
+mod records;
+
+use records::CsvRecords;
 
 /// The longest physical input line accepted, in bytes (64 MiB).
 pub const MAX_LINE_LEN: usize = 64 << 20;
@@ -280,7 +284,7 @@ impl<R: BufRead> Reader<R> {
                     self.schema.observe(event.ty, &event.fields);
                 }
                 self.last_line = match &self.inner {
-                    Inner::Csv(csv) => csv.line_base + csv.record.position().map_or(0, |p| p.line()),
+                    Inner::Csv(csv) => csv.records.record_line(),
                     Inner::Jsonl(json) => json.line,
                 };
                 Ok(true)
@@ -351,10 +355,7 @@ impl<R: BufRead> Reader<R> {
     /// ```
     pub fn position(&self) -> InputPosition {
         let (byte, line) = match &self.inner {
-            Inner::Csv(csv) => {
-                let p = csv.rdr.position();
-                (csv.byte_base + p.byte(), csv.line_base + p.line())
-            }
+            Inner::Csv(csv) => (csv.records.byte(), csv.records.next_line()),
             Inner::Jsonl(json) => (json.bytes, json.line + 1),
         };
         InputPosition { byte, row: self.rows, line }
@@ -367,13 +368,9 @@ impl<R: BufRead> Reader<R> {
     pub fn reopen<S: BufRead>(&self, src: S, at: InputPosition) -> Reader<S> {
         let inner = match &self.inner {
             Inner::Csv(csv) => Inner::Csv(Box::new(CsvState {
-                rdr: csv_reader(src, at.line, csv.max_line),
-                record: csv::ByteRecord::new(),
+                records: CsvRecords::new(src, at.byte, at.line.saturating_sub(1), csv.records.max_line()),
                 cols: csv.cols.clone(),
                 names: csv.names.clone(),
-                byte_base: at.byte,
-                line_base: at.line.saturating_sub(1),
-                max_line: csv.max_line,
             })),
             Inner::Jsonl(json) => Inner::Jsonl(JsonState {
                 src,
@@ -549,18 +546,27 @@ fn open_csv<R: BufRead>(
     default_ty: Sym,
     max_line: usize,
 ) -> Result<CsvState<R>, (u64, String)> {
-    let mut rdr = csv_reader(src, 1, max_line);
-    let mut record = csv::ByteRecord::new();
-    let found = match rdr.read_byte_record(&mut record) {
-        Ok(found) => found,
-        Err(e) => return Err(csv_fatal(&rdr, &e, 0)),
-    };
-    let line = record.position().map_or(1, |p| p.line());
-    if !found {
+    let mut records = CsvRecords::new(src, 0, 0, max_line);
+    let header = records.next(|bytes, cells, line| {
+        let cells: Vec<&[u8]> = cells.iter().map(|&(a, b)| &bytes[a..b]).collect();
+        header_columns(&cells, line, schema)
+    })?;
+    let Some(columns) = header else {
         return Err((1, "empty input: expected a CSV header with a `ts` column".to_owned()));
+    };
+    let (cols, names) = columns?;
+    if !names.iter().any(|n| &**n == "type") {
+        schema.declare_type(default_ty);
+        schema.set_complete(true);
     }
-    let mut names: Vec<&str> = Vec::with_capacity(record.len());
-    for (i, cell) in record.iter().enumerate() {
+    Ok(CsvState { records, cols, names })
+}
+
+/// The columns a header's cells name, registered in `schema` (whose field
+/// set is then closed).
+fn header_columns(cells: &[&[u8]], line: u64, schema: &mut Schema) -> Result<Columns, records::Fatal> {
+    let mut names: Vec<&str> = Vec::with_capacity(cells.len());
+    for (i, &cell) in cells.iter().enumerate() {
         let cell = if i == 0 { cell.strip_prefix(b"\xEF\xBB\xBF").unwrap_or(cell) } else { cell };
         let Ok(name) = std::str::from_utf8(cell) else {
             return Err((line, format!("invalid UTF-8 in the name of column {}", i + 1)));
@@ -589,12 +595,11 @@ fn open_csv<R: BufRead>(
         col_names.push(name.to_owned().into_boxed_str());
     }
     schema.close_fields();
-    if !names.contains(&"type") {
-        schema.declare_type(default_ty);
-        schema.set_complete(true);
-    }
-    Ok(CsvState { rdr, record, cols, names: col_names, byte_base: 0, line_base: 0, max_line })
+    Ok((cols, col_names))
 }
+
+/// What each column holds, and its name.
+type Columns = (Vec<Col>, Vec<Box<str>>);
 
 #[derive(Clone, Copy)]
 enum Col {
@@ -604,102 +609,9 @@ enum Col {
 }
 
 struct CsvState<R: BufRead> {
-    rdr: csv::Reader<LineLimit<R>>,
-    record: csv::ByteRecord,
+    records: CsvRecords<R>,
     cols: Vec<Col>,
     names: Vec<Box<str>>,
-    /// Where `rdr` started reading: its byte 0 is this byte of the input,
-    /// its line 1 this line plus one.
-    byte_base: u64,
-    line_base: u64,
-    max_line: usize,
-}
-
-/// Passes bytes through, failing once a physical line exceeds `max` bytes
-/// (the `csv` crate has no such limit and would buffer the whole record).
-struct LineLimit<R> {
-    inner: R,
-    /// 1-based number of the line being read.
-    line: u64,
-    /// Bytes of the current line seen so far.
-    len: usize,
-    max: usize,
-    /// The line that was too long.
-    too_long: Option<u64>,
-}
-
-impl<R: BufRead> Read for LineLimit<R> {
-    fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
-        if self.too_long.is_some() {
-            return Err(io::Error::other("line too long"));
-        }
-        let avail = loop {
-            match self.inner.fill_buf() {
-                Ok(a) => break a,
-                Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
-                Err(e) => return Err(e),
-            }
-        };
-        let chunk = &avail[..avail.len().min(buf.len())];
-        // Pass on the bytes up to the first one that makes a line too long
-        // (so the rows before it are still read), then fail on the next call.
-        let mut pos = 0;
-        let mut allowed = chunk.len();
-        loop {
-            let rest = &chunk[pos..];
-            let (seg, newline) = match memchr::memchr(b'\n', rest) {
-                Some(i) => (i, true),
-                None => (rest.len(), false),
-            };
-            if self.len + seg > self.max {
-                allowed = pos + (self.max - self.len);
-                self.too_long = Some(self.line);
-                break;
-            }
-            if !newline {
-                self.len += seg;
-                break;
-            }
-            self.line += 1;
-            self.len = 0;
-            pos += seg + 1;
-        }
-        buf[..allowed].copy_from_slice(&chunk[..allowed]);
-        self.inner.consume(allowed);
-        if allowed == 0 && self.too_long.is_some() {
-            return Err(io::Error::other("line too long"));
-        }
-        Ok(allowed)
-    }
-}
-
-/// The `csv` reader over `src`, whose first line is line `line`: records of
-/// any length (checked against the header by the caller), no header row of
-/// its own, lines at most `max` bytes, records ended by `\n` only. (With
-/// the crate's default, `\r\n` or a lone `\r`, a record of a CRLF file
-/// was reported a line early and its end a byte early, before the `\n`; a
-/// `\r` before the `\n` is now the end of the last cell, which trimming
-/// drops, and a blank CRLF line a record of one `\r`, which is skipped.)
-fn csv_reader<R: BufRead>(src: R, line: u64, max: usize) -> csv::Reader<LineLimit<R>> {
-    let limit = LineLimit { inner: src, line, len: 0, max, too_long: None };
-    csv::ReaderBuilder::new()
-        .has_headers(false)
-        .flexible(true)
-        .terminator(csv::Terminator::Any(b'\n'))
-        .from_reader(limit)
-}
-
-/// The line and message of a fatal `csv` error.
-fn csv_fatal<R: BufRead>(rdr: &csv::Reader<LineLimit<R>>, e: &csv::Error, line_base: u64) -> (u64, String) {
-    if let Some(line) = rdr.get_ref().too_long {
-        return (line, too_long_message(rdr.get_ref().max));
-    }
-    let line = line_base + e.position().map_or_else(|| rdr.position().line(), |p| p.line());
-    let message = match e.kind() {
-        csv::ErrorKind::Io(io) => format!("read error: {io}"),
-        _ => format!("CSV error: {e}"),
-    };
-    (line, message)
 }
 
 /// What a trimmed cell looks like.
@@ -865,67 +777,88 @@ impl<R: BufRead> CsvState<R> {
         rows: &mut u64,
         default_ty: Sym,
     ) -> Result<bool, RawError> {
+        let (cols, names) = (&self.cols, &self.names);
         loop {
-            match self.rdr.read_byte_record(&mut self.record) {
+            let read = self.records.next(|bytes, cells, line| {
                 // A blank line of a CRLF file.
-                Ok(true) if self.record.len() == 1 && &self.record[0] == b"\r" => {}
-                Ok(true) => break,
-                Ok(false) => return Ok(false),
-                Err(e) => {
-                    let (line, message) = csv_fatal(&self.rdr, &e, self.line_base);
-                    return Err(RawError { line, row: None, message });
+                if let [(a, b)] = *cells
+                    && &bytes[a..b] == b"\r"
+                {
+                    return None;
                 }
+                let row = *rows;
+                *rows += 1;
+                Some(
+                    fill_event(cols, names, bytes, cells, event, schema, strings, default_ty)
+                        .map_err(|message| RawError { line, row: Some(row), message })
+                        .map(|()| event.row = row),
+                )
+            });
+            match read {
+                Ok(Some(Some(filled))) => return filled.map(|()| true),
+                Ok(Some(None)) => {}
+                Ok(None) => return Ok(false),
+                Err((line, message)) => return Err(RawError { line, row: None, message }),
             }
         }
-        let row = *rows;
-        *rows += 1;
-        let line = self.line_base + self.record.position().map_or(0, |p| p.line());
-        let bad = |message: String| RawError { line, row: Some(row), message };
-        if self.record.len() != self.cols.len() {
-            return Err(bad(format!("expected {} cells, found {}", self.cols.len(), self.record.len())));
-        }
-        event.fields.clear();
-        event.fields.resize(schema.field_count(), Value::Null);
-        let mut ts = None;
-        let mut ty = default_ty;
-        for (i, cell) in self.record.iter().enumerate() {
-            let cell = cell.trim_ascii();
-            match self.cols[i] {
-                Col::Ts => {
-                    if cell.is_empty() {
-                        continue;
-                    }
-                    match classify(cell) {
-                        Lexeme::Int(Some(t)) => ts = Some(t),
-                        Lexeme::Int(None) => {
-                            return Err(bad(format!("`ts` `{}` does not fit in 64 bits", show(cell))));
-                        }
-                        _ => return Err(bad(format!("`ts` is not an integer: `{}`", show(cell)))),
-                    }
-                }
-                Col::Type => {
-                    if !cell.is_empty() {
-                        match strings.intern(cell) {
-                            Some(sym) => ty = sym,
-                            None => return Err(bad("invalid UTF-8 in column `type`".to_owned())),
-                        }
-                    }
-                }
-                Col::Field(id) => {
-                    if !cell.is_empty() {
-                        csv_value_into(cell, &self.names[i], strings, &mut event.fields[id as usize]).map_err(bad)?;
-                    }
-                }
-            }
-        }
-        let Some(ts) = ts else {
-            return Err(bad("missing `ts`".to_owned()));
-        };
-        event.ty = ty;
-        event.ts = ts;
-        event.row = row;
-        Ok(true)
     }
+}
+
+/// Types the cells of a CSV record (ranges of `bytes`) into `event`; a bad
+/// row's message.
+#[allow(clippy::too_many_arguments)]
+#[inline]
+fn fill_event(
+    cols: &[Col],
+    names: &[Box<str>],
+    bytes: &[u8],
+    cells: &[(usize, usize)],
+    event: &mut Event,
+    schema: &Schema,
+    strings: &mut StrCache,
+    default_ty: Sym,
+) -> Result<(), String> {
+    if cells.len() != cols.len() {
+        return Err(format!("expected {} cells, found {}", cols.len(), cells.len()));
+    }
+    event.fields.clear();
+    event.fields.resize(schema.field_count(), Value::Null);
+    let mut ts = None;
+    let mut ty = default_ty;
+    for (i, &(a, b)) in cells.iter().enumerate() {
+        let cell = bytes[a..b].trim_ascii();
+        match cols[i] {
+            Col::Ts => {
+                if cell.is_empty() {
+                    continue;
+                }
+                match classify(cell) {
+                    Lexeme::Int(Some(t)) => ts = Some(t),
+                    Lexeme::Int(None) => return Err(format!("`ts` `{}` does not fit in 64 bits", show(cell))),
+                    _ => return Err(format!("`ts` is not an integer: `{}`", show(cell))),
+                }
+            }
+            Col::Type => {
+                if !cell.is_empty() {
+                    match strings.intern(cell) {
+                        Some(sym) => ty = sym,
+                        None => return Err("invalid UTF-8 in column `type`".to_owned()),
+                    }
+                }
+            }
+            Col::Field(id) => {
+                if !cell.is_empty() {
+                    csv_value_into(cell, &names[i], strings, &mut event.fields[id as usize])?;
+                }
+            }
+        }
+    }
+    let Some(ts) = ts else {
+        return Err("missing `ts`".to_owned());
+    };
+    event.ty = ty;
+    event.ts = ts;
+    Ok(())
 }
 
 // ---------------------------------------------------------------------------
@@ -1382,6 +1315,8 @@ impl<'de> Visitor<'de> for ValueSeed<'_, '_> {
 
 #[cfg(test)]
 mod tests {
+    use std::io::Read;
+
     use super::*;
 
     #[test]
@@ -1748,6 +1683,24 @@ mod tests {
         let last = v[3].as_ref().unwrap();
         assert_eq!((last.row, last.ts), (3, 4));
         assert_eq!(v.len(), 4);
+    }
+
+    /// A bad row after blank lines is reported on its own line (the `csv`
+    /// crate gave a record the line of the first blank line before it), as
+    /// in JSON lines.
+    #[test]
+    fn a_bad_row_after_blank_lines_is_on_its_own_line() {
+        let text = "ts,a\n1,x\n\n\r\n\noops,y\n\n4,z";
+        let v = all(&mut csv_reader(text));
+        assert_eq!(v[1].as_ref().unwrap_err().to_string(), "t.csv:6: `ts` is not an integer: `oops`");
+        assert_eq!(v[2].as_ref().unwrap().row, 2);
+        let mut r = csv_reader(text);
+        let mut e = Event::default();
+        r.next_event(&mut e).unwrap();
+        assert!(r.next_event(&mut e).is_err());
+        r.next_event(&mut e).unwrap();
+        // No newline at the end: the position stays on the last line.
+        assert_eq!((r.last_line(), r.position().line, r.position().byte), (8, 8, 24));
     }
 
     #[test]

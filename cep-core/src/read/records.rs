@@ -1,0 +1,414 @@
+//! CSV records from a byte stream, with the line each starts on and the byte
+//! offset after it.
+//!
+//! The dialect is the one `cep` reads (LANGUAGE.md §1): cells separated by
+//! commas, `"` quotes with `""` for a quote inside them, records ended by a
+//! `\n` outside quotes (a `\r` before it is part of the last cell), empty
+//! lines skipped.
+//!
+//! Nearly every record of an event file is one line without a quote. Such a
+//! line, when it lies whole in the input's buffer, is split at its commas
+//! where it lies: one `memchr` pass finds its end, one finds no quote, one
+//! its commas, and no byte is copied. Any other record (quoted cells, which
+//! may hold commas and newlines; a line the buffer cuts; the last line
+//! without a newline) goes through `csv_core`'s state machine, which is
+//! configured with the same dialect. The two paths give the same cells: the
+//! fast one only takes lines in which the dialect has nothing to interpret.
+//! (Reading every record through the `csv` crate took about a quarter of
+//! `cep run`'s time per W1 row.)
+//!
+//! A physical line longer than the limit is a fatal error: the records
+//! before it are read, then reading fails with its line number (a CSV
+//! parser cannot resynchronise inside a record, so the rest is lost).
+
+use std::io::{self, BufRead};
+
+use super::too_long_message;
+
+/// Reads CSV records from `R` (see the [module](self) docs).
+pub(super) struct CsvRecords<R> {
+    src: R,
+    /// The general path's parser. Between records it is at the start of a
+    /// record.
+    core: csv_core::Reader,
+    /// The general path's record: its unquoted bytes, and the end of each
+    /// cell in them.
+    data: Vec<u8>,
+    ends: Vec<usize>,
+    /// The cells of the record being handed out, as ranges of its bytes.
+    cells: Vec<(usize, usize)>,
+    /// The offset in the whole input of the next byte to read.
+    byte: u64,
+    /// Newlines consumed: the next record starts on line `lines + 1` (or
+    /// later, after blank lines).
+    lines: u64,
+    /// The line the last record read started on.
+    record_line: u64,
+    /// Bytes of the physical line being read consumed so far (only the
+    /// general path stops inside a line).
+    line_len: usize,
+    max_line: usize,
+}
+
+/// A fatal error: the line it is on, and its message.
+pub(super) type Fatal = (u64, String);
+
+impl<R: BufRead> CsvRecords<R> {
+    /// Reads `src`, whose first byte is byte `byte` of the input and which
+    /// starts on line `lines + 1`.
+    pub(super) fn new(src: R, byte: u64, lines: u64, max_line: usize) -> CsvRecords<R> {
+        CsvRecords {
+            src,
+            core: csv_core::ReaderBuilder::new().terminator(csv_core::Terminator::Any(b'\n')).build(),
+            data: vec![0; 256],
+            ends: vec![0; 16],
+            cells: Vec::new(),
+            byte,
+            lines,
+            record_line: 0,
+            line_len: 0,
+            max_line,
+        }
+    }
+
+    /// The offset in the input after the last record read.
+    pub(super) fn byte(&self) -> u64 {
+        self.byte
+    }
+
+    /// The line the next record starts on, at the earliest.
+    pub(super) fn next_line(&self) -> u64 {
+        self.lines + 1
+    }
+
+    /// The line the last record read started on.
+    pub(super) fn record_line(&self) -> u64 {
+        self.record_line
+    }
+
+    /// The longest physical line allowed.
+    pub(super) fn max_line(&self) -> usize {
+        self.max_line
+    }
+
+    /// Reads the next record and hands `visit` its bytes, its cells (ranges
+    /// of those bytes) and the line it starts on; `Ok(None)` at the end of
+    /// the input.
+    #[inline]
+    pub(super) fn next<T>(
+        &mut self,
+        visit: impl FnOnce(&[u8], &[(usize, usize)], u64) -> T,
+    ) -> Result<Option<T>, Fatal> {
+        loop {
+            let buf = fill(&mut self.src, self.lines + 1)?;
+            if buf.is_empty() {
+                return Ok(None);
+            }
+            match split_line(buf, self.max_line, &mut self.cells) {
+                Some(0) => {
+                    // A blank line.
+                    self.src.consume(1);
+                    self.byte += 1;
+                    self.lines += 1;
+                }
+                Some(end) => {
+                    let line = &buf[..end];
+                    self.lines += 1;
+                    self.record_line = self.lines;
+                    let out = visit(line, &self.cells, self.record_line);
+                    self.src.consume(end + 1);
+                    self.byte += end as u64 + 1;
+                    return Ok(Some(out));
+                }
+                _ => return self.next_general(visit),
+            }
+        }
+    }
+
+    /// [`next`](Self::next) through `csv_core`, from the start of a record
+    /// that is not a blank line.
+    #[inline(never)]
+    fn next_general<T>(&mut self, visit: impl FnOnce(&[u8], &[(usize, usize)], u64) -> T) -> Result<Option<T>, Fatal> {
+        let line = self.lines + 1;
+        let (mut out, mut ends) = (0, 0);
+        loop {
+            let buf = fill(&mut self.src, self.lines + 1)?;
+            let (allowed, too_long) = within_limit(buf, self.line_len, self.lines + 1, self.max_line);
+            if allowed == 0
+                && let Some(at) = too_long
+            {
+                return Err((at, too_long_message(self.max_line)));
+            }
+            let (result, taken, written, ended) =
+                self.core.read_record(&buf[..allowed], &mut self.data[out..], &mut self.ends[ends..]);
+            let newlines = memchr::memchr_iter(b'\n', &buf[..taken]).count();
+            self.line_len = match memchr::memrchr(b'\n', &buf[..taken]) {
+                Some(last) => taken - last - 1,
+                None => self.line_len + taken,
+            };
+            self.lines += newlines as u64;
+            self.src.consume(taken);
+            self.byte += taken as u64;
+            out += written;
+            ends += ended;
+            match result {
+                csv_core::ReadRecordResult::InputEmpty => {
+                    if let Some(at) = too_long {
+                        return Err((at, too_long_message(self.max_line)));
+                    }
+                }
+                csv_core::ReadRecordResult::OutputFull => {
+                    let len = self.data.len();
+                    self.data.resize(2 * len, 0);
+                }
+                csv_core::ReadRecordResult::OutputEndsFull => {
+                    let len = self.ends.len();
+                    self.ends.resize(2 * len, 0);
+                }
+                csv_core::ReadRecordResult::Record => {
+                    self.cells.clear();
+                    let mut start = 0;
+                    for &end in &self.ends[..ends] {
+                        self.cells.push((start, end));
+                        start = end;
+                    }
+                    self.record_line = line;
+                    return Ok(Some(visit(&self.data[..out], &self.cells, line)));
+                }
+                csv_core::ReadRecordResult::End => return Ok(None),
+            }
+        }
+    }
+}
+
+/// `0x01` in every byte.
+const ONES: u64 = 0x0101_0101_0101_0101;
+/// The high bit of every byte.
+const HIGHS: u64 = 0x8080_8080_8080_8080;
+
+/// The high bit of each byte of `word` that equals `byte` (exactly: no
+/// carry crosses from one byte into the next).
+#[inline(always)]
+fn bytes_equal(word: u64, byte: u8) -> u64 {
+    let x = word ^ (ONES * u64::from(byte));
+    !(((x & !HIGHS) + !HIGHS) | x) & HIGHS
+}
+
+/// If `buf` starts with a line of at most `max` bytes, ended by a `\n`
+/// within `buf` and holding no quote: fills `cells` with the ranges between
+/// its commas and returns where the `\n` is. Otherwise `None` (the general
+/// path reads the record). Eight bytes at a time, comparing whole words:
+/// cells are a few bytes long, shorter than a vectorised search needs to pay
+/// for its call and set-up, and a byte loop spent 11 instructions a byte.
+#[inline]
+fn split_line(buf: &[u8], max: usize, cells: &mut Vec<(usize, usize)>) -> Option<usize> {
+    cells.clear();
+    let limit = buf.len().min(max.saturating_add(1));
+    let mut start = 0;
+    let mut at = 0;
+    while let Some(chunk) = buf[..limit].get(at..at + 8) {
+        let word = u64::from_le_bytes(chunk.try_into().expect("eight bytes"));
+        let newline = bytes_equal(word, b'\n');
+        let quote = bytes_equal(word, b'"');
+        let mut commas = bytes_equal(word, b',');
+        if newline | quote != 0 {
+            if quote.trailing_zeros() < newline.trailing_zeros() {
+                return None;
+            }
+            // Only the commas before the (first) newline.
+            commas &= (newline & newline.wrapping_neg()) - 1;
+        }
+        while commas != 0 {
+            let comma = at + (commas.trailing_zeros() / 8) as usize;
+            cells.push((start, comma));
+            start = comma + 1;
+            commas &= commas - 1;
+        }
+        if newline != 0 {
+            let end = at + (newline.trailing_zeros() / 8) as usize;
+            cells.push((start, end));
+            return Some(end);
+        }
+        at += 8;
+    }
+    for (i, &b) in buf[..limit].iter().enumerate().skip(at) {
+        match b {
+            b'\n' => {
+                cells.push((start, i));
+                return Some(i);
+            }
+            b'"' => return None,
+            b',' => {
+                cells.push((start, i));
+                start = i + 1;
+            }
+            _ => {}
+        }
+    }
+    None
+}
+
+/// The input's buffer, refilled if empty (empty at the end of the input);
+/// an I/O error is fatal on `line`.
+#[inline]
+fn fill<R: BufRead>(src: &mut R, line: u64) -> Result<&[u8], Fatal> {
+    // The buffer is asked for again after the loop: returning the borrow
+    // from inside it does not pass today's borrow checker. (The second call
+    // returns what the first one filled.)
+    loop {
+        match src.fill_buf() {
+            Ok(_) => break,
+            Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+            Err(e) => return Err((line, format!("read error: {e}"))),
+        }
+    }
+    src.fill_buf().map_err(|e| (line, format!("read error: {e}")))
+}
+
+/// How much of `buf` may be parsed when the physical line being read, on
+/// line `line`, already has `len` bytes: all of it, or the bytes before the
+/// first one that makes a line longer than `max`, with that line's number.
+fn within_limit(buf: &[u8], mut len: usize, mut line: u64, max: usize) -> (usize, Option<u64>) {
+    let mut at = 0;
+    loop {
+        let rest = &buf[at..];
+        let segment = memchr::memchr(b'\n', rest).unwrap_or(rest.len());
+        if len + segment > max {
+            return (at + (max - len), Some(line));
+        }
+        if segment == rest.len() {
+            return (buf.len(), None);
+        }
+        len = 0;
+        line += 1;
+        at += segment + 1;
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use proptest::prelude::*;
+
+    use super::*;
+
+    /// Every record of `text`: its line and cells, read through a buffer of
+    /// `capacity` bytes; or the fatal error.
+    /// A record's line, cells and the offset after it.
+    type Record = (u64, Vec<Vec<u8>>, u64);
+
+    fn records(text: &[u8], capacity: usize, max_line: usize) -> Vec<Result<Record, Fatal>> {
+        let src = io::BufReader::with_capacity(capacity, text);
+        let mut r = CsvRecords::new(src, 0, 0, max_line);
+        let mut out = Vec::new();
+        loop {
+            match r.next(|bytes, cells, line| (line, cells.iter().map(|&(a, b)| bytes[a..b].to_vec()).collect())) {
+                Ok(Some((line, cells))) => out.push(Ok((line, cells, r.byte()))),
+                Ok(None) => return out,
+                Err(e) => {
+                    out.push(Err(e));
+                    return out;
+                }
+            }
+        }
+    }
+
+    /// The same through the `csv` crate with the same dialect: its records'
+    /// lines, cells and end offsets. (The crate gives a record that follows
+    /// blank lines the line and offset of the first blank one; the line here
+    /// is the record's own, so the blank lines are counted.)
+    fn reference(text: &[u8]) -> Vec<Record> {
+        let mut rdr = csv::ReaderBuilder::new()
+            .has_headers(false)
+            .flexible(true)
+            .terminator(csv::Terminator::Any(b'\n'))
+            .from_reader(text);
+        let mut record = csv::ByteRecord::new();
+        let mut out = Vec::new();
+        while rdr.read_byte_record(&mut record).unwrap() {
+            let start = record.position().unwrap();
+            let blank = text[start.byte() as usize..].iter().take_while(|&&b| b == b'\n').count();
+            let line = start.line() + blank as u64;
+            out.push((line, record.iter().map(<[u8]>::to_vec).collect(), rdr.position().byte()));
+        }
+        out
+    }
+
+    fn csv_text() -> impl Strategy<Value = Vec<u8>> {
+        let piece = prop_oneof![
+            4 => "[a-c0-9 ]{0,4}".prop_map(String::into_bytes),
+            1 => "[a-c0-9 ]{5,20}".prop_map(String::into_bytes),
+            2 => Just(b",".to_vec()),
+            2 => Just(b"\n".to_vec()),
+            1 => Just(b"\r\n".to_vec()),
+            1 => Just(b"\"".to_vec()),
+            1 => "\"[a,\n\r]{0,3}\"".prop_map(String::into_bytes),
+            1 => Just(b"\"\"".to_vec()),
+            1 => Just(b"\r".to_vec()),
+        ];
+        proptest::collection::vec(piece, 0..40).prop_map(|pieces| pieces.concat())
+    }
+
+    proptest! {
+        #![proptest_config(ProptestConfig::with_cases(1000))]
+
+        /// Any text, read through buffers of 1 to 64 bytes: the records, lines
+        /// and offsets of the `csv` crate.
+        #[test]
+        fn the_records_of_the_csv_crate(text in csv_text(), capacity in 1usize..64) {
+            let got = records(&text, capacity, 1 << 20);
+            let want: Vec<_> = reference(&text).into_iter().map(Ok).collect();
+            prop_assert_eq!(got, want, "{:?}", String::from_utf8_lossy(&text));
+        }
+    }
+
+    #[test]
+    fn blank_lines_quotes_and_a_last_line_without_newline() {
+        let text = b"a,b\n\n\n\"x\ny\",\"q\"\"\"\r\n1,2";
+        let got = records(text, 8, 100);
+        let cells = |c: &[&str]| c.iter().map(|s| s.as_bytes().to_vec()).collect::<Vec<_>>();
+        assert_eq!(
+            got,
+            [Ok((1, cells(&["a", "b"]), 4)), Ok((4, cells(&["x\ny", "q\"\r"]), 19)), Ok((6, cells(&["1", "2"]), 22))]
+        );
+    }
+
+    #[test]
+    fn a_line_over_the_limit_stops_reading_after_the_records_before_it() {
+        let text = b"a,b\n12345678,9\nc,d\n";
+        for capacity in [1, 4, 64] {
+            let got = records(text, capacity, 8);
+            assert_eq!(got.len(), 2, "{got:?}");
+            assert_eq!(got[1], Err((2, too_long_message(8))));
+        }
+        // Exactly at the limit is allowed, on either path.
+        assert_eq!(records(b"1234,678\n\"1\",45678\n", 64, 8).len(), 2);
+        // A quoted record whose second line is too long.
+        let got = records(b"\"a\n123456789\"\n", 64, 8);
+        assert_eq!(got, [Err((2, too_long_message(8)))]);
+    }
+
+    #[test]
+    fn split_line_finds_cells_newline_and_quotes_in_words() {
+        let mut cells = Vec::new();
+        assert_eq!(split_line(b"ab,cdefgh,ij\nk,l\n", 100, &mut cells), Some(12));
+        assert_eq!(cells, [(0, 2), (3, 9), (10, 12)]);
+        // Two newlines and commas after the first in one word.
+        assert_eq!(split_line(b"a\nb,c\nd,", 100, &mut cells), Some(1));
+        assert_eq!(cells, [(0, 1)]);
+        // A quote after the newline does not matter; before it, it does.
+        assert_eq!(split_line(b"1234567,\n\"", 100, &mut cells), Some(8));
+        assert_eq!(split_line(b"1234567,9\"\n", 100, &mut cells), None);
+        // No newline within the buffer, or not within the limit.
+        assert_eq!(split_line(b"123456789,123", 100, &mut cells), None);
+        assert_eq!(split_line(b"123456789\n", 8, &mut cells), None);
+        assert_eq!(split_line(b"12345678\n", 8, &mut cells), Some(8));
+        assert_eq!(split_line(b"\n", 8, &mut cells), Some(0));
+    }
+
+    #[test]
+    fn within_limit_cuts_at_the_first_long_line() {
+        assert_eq!(within_limit(b"ab\ncdef\ng", 0, 1, 3), (6, Some(2)));
+        assert_eq!(within_limit(b"ab\nc", 1, 1, 3), (4, None));
+        assert_eq!(within_limit(b"ab", 2, 5, 3), (1, Some(5)));
+    }
+}
