@@ -252,16 +252,17 @@ fn split_line(buf: &[u8], max: usize, cells: &mut Vec<(usize, usize)>) -> Option
 /// an I/O error is fatal on `line`.
 #[inline]
 fn fill<R: BufRead>(src: &mut R, line: u64) -> Result<&[u8], Fatal> {
-    // The buffer is asked for again after the loop: returning the borrow
-    // from inside it does not pass today's borrow checker. (The second call
-    // returns what the first one filled.)
     loop {
         match src.fill_buf() {
+            Ok([]) => return Ok(&[]),
             Ok(_) => break,
             Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
             Err(e) => return Err((line, format!("read error: {e}"))),
         }
     }
+    // The buffer is asked for again: returning the first borrow from inside
+    // the loop does not pass today's borrow checker. It holds bytes, so the
+    // second call returns them without reading.
     src.fill_buf().map_err(|e| (line, format!("read error: {e}")))
 }
 
