@@ -26,12 +26,12 @@
 //! vacated indexes are reused smallest first (module `free_indexes`), so that
 //! consecutive arms write neighbouring entries instead of lines scattered
 //! over the arena by the order timers were cancelled and fired in: with a
-//! million timers that took arming from about 60 ns to 13. A slot's list holds the timers' indexes in insertion
-//! order, in 64-byte blocks of 16 chained from one arena shared by all slots,
-//! so insert is an append, firing and cascading read whole cache lines, and the
-//! wheel allocates only when it needs more entries or blocks than ever before
-//! (not whenever one slot gets busier than it ever was, as a `Vec` per slot
-//! would).
+//! million timers that took arming from about 60 ns to 13. A slot's list
+//! holds the timers' indexes in insertion order, in 64-byte blocks of 16
+//! chained from one arena shared by all slots, so insert is an append, firing
+//! and cascading read whole cache lines, and the wheel allocates only when it
+//! needs more entries or blocks than ever before (not whenever one slot gets
+//! busier than it ever was, as a `Vec` per slot would).
 //!
 //! Cancel is lazy: it leaves the timer's index on its list as a
 //! *tombstone*, marked in a bitmap of live indexes (128 KB per million
@@ -610,6 +610,8 @@ impl<T: Copy> TimerWheel<T> {
             left -= used;
             read = next;
         }
+        // Cancel counted them on the list it computed from the deadline.
+        debug_assert_eq!(freed, list.tombstones as usize, "tombstones counted on list {list_index}");
         self.tombstones -= freed;
         for &index in &tombstones[..freed] {
             self.free.insert(index);
