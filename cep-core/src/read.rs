@@ -2124,6 +2124,27 @@ mod tests {
         }
     }
 
+    proptest! {
+        /// Any bytes after a header: reading never panics, and a reader over
+        /// a buffer of 1 to 64 bytes reads exactly what a reader over the
+        /// whole input reads (events, rows, lines, errors), whichever of the
+        /// CSV record paths each record takes.
+        #[test]
+        fn any_bytes_read_alike_through_any_buffer(
+            body in proptest::collection::vec(
+                prop_oneof![any::<u8>(), Just(b','), Just(b'\n'), Just(b'"'), Just(b'\r'), Just(b'7'), Just(b' ')],
+                0..300,
+            ),
+            capacity in 1usize..64,
+        ) {
+            let text = [&b"ts,a,b\n"[..], &body].concat();
+            let whole = Reader::new(&text[..], "g.csv", Format::Csv).map(|mut r| all(&mut r));
+            let small =
+                Reader::new(io::BufReader::with_capacity(capacity, &text[..]), "g.csv", Format::Csv).map(|mut r| all(&mut r));
+            prop_assert_eq!(format!("{whole:?}"), format!("{small:?}"));
+        }
+    }
+
     #[derive(Clone, Debug)]
     enum Cell {
         Int(i64),
