@@ -294,7 +294,7 @@ pub fn run(args: RunArgs) -> Result<(), Failure> {
         None => Checkpoints::off(),
     };
 
-    let batch = matches!(pipeline, Pipeline::One(_)) && !streaming && delay == 0 && !late_fails;
+    let batch = !streaming && !late_fails && (delay == 0 || matches!(pipeline, Pipeline::Sharded(_)));
     let opts = Options { skip_bad, streaming, batch };
     let (result, rows) = match idle {
         // An idle clock needs the reader on its own thread, so that waiting
@@ -344,9 +344,9 @@ struct Options {
     skip_bad: bool,
     /// The input is a stream: flush matches as soon as they are found.
     streaming: bool,
-    /// Events may go to the runner a few at a time ([`BATCH`]): one runner,
-    /// a file, no delay and no failing on a late event (whose line the
-    /// message names).
+    /// Events may go to the pipeline a few at a time ([`BATCH`]): a file,
+    /// no failing on a late event (whose line the message names), and on one
+    /// runner no delay (its batches skip the reorder buffer).
     batch: bool,
 }
 
@@ -637,7 +637,9 @@ fn drive(
 }
 
 /// [`drive`]'s loop over the rest of the input when [`Options::batch`]:
-/// events go to the runner [`BATCH`] at a time, and the batch is handed over
+/// events go to the pipeline [`BATCH`] at a time (the sharded runtime takes
+/// them one by one, but without the checks each event would otherwise pass
+/// through here), and the batch is handed over
 /// before a checkpoint, an error or the end, so that each sees the events
 /// before it processed.
 fn drive_batched(
@@ -651,11 +653,10 @@ fn drive_batched(
 ) -> Result<(), Failure> {
     let mut batch: Vec<Event> = (0..BATCH).map(|_| Event::default()).collect();
     let mut held = 0;
+    let written = |err: PushError| Failure::other(format!("writing output: {err}"));
     let hand_over = |runner: &mut Pipeline, sink: &mut Sink, events: &[Event]| match runner {
-        Pipeline::One(r) => {
-            r.push_batch_for(events, u64::MAX, sink).map_err(|err| Failure::other(format!("writing output: {err}")))
-        }
-        Pipeline::Sharded(_) => unreachable!("batches go to one runner"),
+        Pipeline::One(r) => r.push_batch_for(events, u64::MAX, sink).map_err(written),
+        Pipeline::Sharded(r) => events.iter().try_for_each(|e| r.push(e, sink.get_mut())).map_err(written),
     };
     loop {
         match input.next_event(&mut batch[held]) {
