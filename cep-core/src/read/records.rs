@@ -100,7 +100,13 @@ impl<R: BufRead> CsvRecords<R> {
         visit: impl FnOnce(&[u8], &[(usize, usize)], u64) -> T,
     ) -> Result<Option<T>, Fatal> {
         loop {
-            let buf = fill(&mut self.src, self.lines + 1)?;
+            let buf = match self.src.fill_buf() {
+                Ok(buf) => buf,
+                Err(e) => {
+                    read_error(e, self.lines + 1)?;
+                    continue;
+                }
+            };
             if buf.is_empty() {
                 return Ok(None);
             }
@@ -132,7 +138,13 @@ impl<R: BufRead> CsvRecords<R> {
         let line = self.lines + 1;
         let (mut out, mut ends) = (0, 0);
         loop {
-            let buf = fill(&mut self.src, self.lines + 1)?;
+            let buf = match self.src.fill_buf() {
+                Ok(buf) => buf,
+                Err(e) => {
+                    read_error(e, self.lines + 1)?;
+                    continue;
+                }
+            };
             let (allowed, too_long) = within_limit(buf, self.line_len, self.lines + 1, self.max_line);
             if allowed == 0
                 && let Some(at) = too_long
@@ -248,22 +260,11 @@ fn split_line(buf: &[u8], max: usize, cells: &mut Vec<(usize, usize)>) -> Option
     None
 }
 
-/// The input's buffer, refilled if empty (empty at the end of the input);
-/// an I/O error is fatal on `line`.
-#[inline]
-fn fill<R: BufRead>(src: &mut R, line: u64) -> Result<&[u8], Fatal> {
-    loop {
-        match src.fill_buf() {
-            Ok([]) => return Ok(&[]),
-            Ok(_) => break,
-            Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
-            Err(e) => return Err((line, format!("read error: {e}"))),
-        }
-    }
-    // The buffer is asked for again: returning the first borrow from inside
-    // the loop does not pass today's borrow checker. It holds bytes, so the
-    // second call returns them without reading.
-    src.fill_buf().map_err(|e| (line, format!("read error: {e}")))
+/// An error of the input on `line`: fatal, except an interrupted read (the
+/// caller tries again).
+#[cold]
+fn read_error(e: io::Error, line: u64) -> Result<(), Fatal> {
+    if e.kind() == io::ErrorKind::Interrupted { Ok(()) } else { Err((line, format!("read error: {e}"))) }
 }
 
 /// How much of `buf` may be parsed when the physical line being read, on
@@ -404,6 +405,43 @@ mod tests {
         assert_eq!(split_line(b"123456789\n", 8, &mut cells), None);
         assert_eq!(split_line(b"12345678\n", 8, &mut cells), Some(8));
         assert_eq!(split_line(b"\n", 8, &mut cells), Some(0));
+    }
+
+    /// A read interrupted by a signal is tried again, on either path.
+    #[test]
+    fn an_interrupted_read_is_tried_again() {
+        struct Interrupting {
+            chunks: Vec<&'static [u8]>,
+        }
+        impl io::Read for Interrupting {
+            fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
+                match self.chunks.pop() {
+                    Some(b"!") => Err(io::Error::from(io::ErrorKind::Interrupted)),
+                    Some(chunk) => {
+                        buf[..chunk.len()].copy_from_slice(chunk);
+                        Ok(chunk.len())
+                    }
+                    None => Ok(0),
+                }
+            }
+        }
+        // Read from the back: an interrupt before the first line, one inside
+        // a quoted cell (`2,"b` then `"`), one before the last line.
+        let chunks = vec![&b"3,c\n"[..], b"!", b"\"\n", b"!", b"2,\"b", b"1,a\n", b"!"];
+        let mut r = CsvRecords::new(io::BufReader::new(Interrupting { chunks }), 0, 0, 100);
+        let mut got = Vec::new();
+        while let Some(cells) = r
+            .next(|bytes, cells, line| (line, cells.iter().map(|&(a, b)| bytes[a..b].to_vec()).collect::<Vec<_>>()))
+            .unwrap()
+        {
+            got.push(cells);
+        }
+        let want: Vec<(u64, Vec<Vec<u8>>)> = vec![
+            (1, vec![b"1".to_vec(), b"a".to_vec()]),
+            (2, vec![b"2".to_vec(), b"b".to_vec()]),
+            (3, vec![b"3".to_vec(), b"c".to_vec()]),
+        ];
+        assert_eq!(got, want);
     }
 
     #[test]
