@@ -736,7 +736,21 @@ fn csv_value(cell: &[u8], column: &str, strings: &mut StrCache) -> Result<Value,
 /// a `Value` through a `Result` made the caller reload the two words just
 /// stored as one 16-byte load, which stalled store forwarding on every cell.
 fn csv_value_into(cell: &[u8], column: &str, strings: &mut StrCache, out: &mut Value) -> Result<(), String> {
-    match classify(cell) {
+    lexeme_into(classify(cell), cell, column, strings, out)
+}
+
+/// [`csv_value_into`] once the cell is classified. (Out of line: the event
+/// reader stores an integer, the common case, itself, and calls this for the
+/// rest.)
+#[inline(never)]
+fn lexeme_into(
+    lexeme: Lexeme,
+    cell: &[u8],
+    column: &str,
+    strings: &mut StrCache,
+    out: &mut Value,
+) -> Result<(), String> {
+    match lexeme {
         Lexeme::Int(Some(i)) => *out = Value::Int(i),
         Lexeme::Int(None) => {
             return Err(format!("integer `{}` in column `{column}` does not fit in 64 bits", show(cell)));
@@ -848,7 +862,11 @@ fn fill_event(
             }
             Col::Field(id) => {
                 if !cell.is_empty() {
-                    csv_value_into(cell, &names[i], strings, &mut event.fields[id as usize])?;
+                    let out = &mut event.fields[id as usize];
+                    match classify(cell) {
+                        Lexeme::Int(Some(v)) => *out = Value::Int(v),
+                        other => lexeme_into(other, cell, &names[i], strings, out)?,
+                    }
                 }
             }
         }
