@@ -20,7 +20,7 @@
 //! on `cep-time`'s hierarchical timing wheel; an event that passes no
 //! deadline does not touch the wheel.
 //!
-//! The per-key record an event reads first ([`Hot`]: position, live count,
+//! The per-key record an event reads first (`Hot`: position, live count,
 //! `PREV` value) is half a cache line; [`Engine::push_batch`] looks the
 //! partitions of the next events up and reads their records before it
 //! processes them, so that their cache misses overlap. Filling the frame,

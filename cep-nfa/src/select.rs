@@ -3,7 +3,7 @@
 //! interface, and [`EngineChoice`] says which.
 //!
 //! `Auto` picks the stack engine when the query qualifies
-//! ([`stack::qualifies`](crate::stack::qualifies): a sequence of
+//! ([`stack::qualifies`]: a sequence of
 //! single-event elements under skip-till-any-match, without negation,
 //! `PREV`, element windows, `SELECT` or `AFTER MATCH SKIP`), because there
 //! it builds each match once from the stacks where the run engine keeps one

@@ -3,7 +3,7 @@
 //! events in with [`Runtime::push`], JSON lines (LANGUAGE.md §5) out.
 //!
 //! On one thread it drives a [`Runner`]; with more, a
-//! [`ShardedRunner`](crate::shard::ShardedRunner). The output is the
+//! [`ShardedRunner`]. The output is the
 //! contract's lines in either case: to a writer, a callback, or a channel.
 //! (For matches as typed values, drive a [`Runner`] with a [`Sink`](crate::Sink).)
 

@@ -10,7 +10,7 @@
 //! 3. resolves every reference to a frame slot (a value of the candidate
 //!    event) or a register (a value of an event already bound), checking
 //!    fields against the schema and types against each other;
-//! 4. lowers each condition to a closure ([`expr`]).
+//! 4. lowers each condition to a closure (module `expr`).
 //!
 //! The rules it implements are LANGUAGE.md §2 and `docs/semantics.md`.
 
