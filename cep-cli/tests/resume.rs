@@ -141,8 +141,12 @@ fn check_killed_and_resumed(threads: &str, seed: u64) {
     let mut base = inputs(&dir, 300_000);
     base.extend(["--threads".into(), threads.into()]);
     let whole = dir.join("whole.jsonl");
+    // Timed with checkpoints as often as the killed runs take them (each is
+    // synced to disk): the kill points are fractions of this run's time.
+    let every = ["--checkpoint-every".to_owned(), "10000".to_owned()];
     let started = std::time::Instant::now();
-    let want_summary = run_to_end(&[&base[..], &["--out".into(), p(&whole).into()]].concat());
+    let reference = ["--out", p(&whole), "--checkpoint", p(&dir.join("ckpt-whole"))].map(String::from);
+    let want_summary = run_to_end(&[&base[..], &reference, &every].concat());
     let full = started.elapsed();
     let want = std::fs::read_to_string(&whole).unwrap();
     let want_late = std::fs::read_to_string(dir.join("late.jsonl")).unwrap();
@@ -151,9 +155,7 @@ fn check_killed_and_resumed(threads: &str, seed: u64) {
 
     let out = dir.join("out.jsonl");
     let ckpt = dir.join("ckpt");
-    let args =
-        [&base[..], &["--out", p(&out), "--checkpoint", p(&ckpt), "--checkpoint-every", "15000"].map(String::from)]
-            .concat();
+    let args = [&base[..], &["--out", p(&out), "--checkpoint", p(&ckpt)].map(String::from), &every].concat();
     let (got_summary, killed, resumed_at) = run_killed(&args, 12, seed, full);
     eprintln!("{threads} thread(s): killed {killed} times (full run {full:?}), resumed after rows {resumed_at:?}");
     assert!(resumed_at.iter().filter(|&&r| r > 0).count() >= 3, "too few resumes from a checkpoint: {resumed_at:?}");
@@ -424,15 +426,15 @@ fn a_batched_run_killed_and_resumed_equals_an_event_by_event_run() {
 
     let base = ["run", "--query", p(&query), "--events", p(&events)].map(String::from).to_vec();
     let whole = dir.join("whole.jsonl");
+    let every = ["--checkpoint-every".to_owned(), "7001".to_owned()];
     let started = std::time::Instant::now();
-    let want_summary = run_to_end(&[&base[..], &["--out".into(), p(&whole).into()]].concat());
+    let reference = ["--out", p(&whole), "--checkpoint", p(&dir.join("ckpt-whole"))].map(String::from);
+    let want_summary = run_to_end(&[&base[..], &reference, &every].concat());
     let full = started.elapsed();
     let want = std::fs::read_to_string(&whole).unwrap();
     assert_eq!(want.lines().count(), 300_000 - 6);
     let (out, ckpt) = (dir.join("out.jsonl"), dir.join("ckpt"));
-    let args =
-        [&base[..], &["--out", p(&out), "--checkpoint", p(&ckpt), "--checkpoint-every", "7001"].map(String::from)]
-            .concat();
+    let args = [&base[..], &["--out", p(&out), "--checkpoint", p(&ckpt)].map(String::from), &every].concat();
     let (got_summary, killed, resumed_at) = run_killed(&args, 8, 0x5DEE_CE66_D1CE_4E5B, full);
     eprintln!("batched: killed {killed} times (full run {full:?}), resumed after rows {resumed_at:?}");
     assert!(resumed_at.iter().any(|&r| r > 0 && r % 7001 == 0), "no resume from a checkpoint: {resumed_at:?}");
