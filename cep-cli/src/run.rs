@@ -134,10 +134,10 @@ pub fn run(args: RunArgs) -> Result<(), Failure> {
         return Err(Failure::bad_input("--resume needs --checkpoint DIR (where the checkpoints are)"));
     }
     let delay = parse_delay(&args.max_delay, unit)?;
-    let late_fails = args.late == "fail";
     let late = LatePolicy::parse(&args.late).ok_or_else(|| {
         Failure::bad_input(format!("unknown --late policy `{}`: expected drop, fail or side:FILE", args.late))
     })?;
+    let late_fails = matches!(late, LatePolicy::Fail);
     let skip_bad = match args.on_bad_row.as_str() {
         "fail" => false,
         "skip" => true,
@@ -360,12 +360,10 @@ const BATCH: usize = 8;
 /// The output of `cep run`.
 type Sink = JsonLines<BufWriter<Output>>;
 
-/// Pushes one event; a late event under `--late fail` is an error naming
-/// its place; matches are flushed at once when the input is a stream. An
-/// event a resumed run's checkpoint already covers is skipped; after every
-/// `--checkpoint-every` rows a checkpoint is saved, with the input's
-/// position after `e` when the caller knows it and the bad rows skipped so
-/// far.
+/// [`push_one`], for the read-ahead and a stream: an event a resumed run's
+/// checkpoint already covers is skipped; after every `--checkpoint-every`
+/// rows a checkpoint is saved, with the input's position after `e` when the
+/// caller knows it and the bad rows skipped so far.
 #[allow(clippy::too_many_arguments)]
 fn push_event(
     runner: &mut Pipeline,
@@ -381,6 +379,24 @@ fn push_event(
     if e.row < checkpoints.skip_below {
         return Ok(());
     }
+    push_one(runner, sink, e, file, line, opts)?;
+    if e.row + 1 >= checkpoints.next_at {
+        checkpoints.save(runner, sink, e.row + 1, at, skipped)?;
+    }
+    Ok(())
+}
+
+/// Pushes one event (read from `file` at `line`): a late event under
+/// `--late fail` is an error naming its place; matches are flushed at once
+/// when the input is a stream.
+fn push_one(
+    runner: &mut Pipeline,
+    sink: &mut Sink,
+    e: &Event,
+    file: &str,
+    line: u64,
+    opts: Options,
+) -> Result<(), Failure> {
     let before = runner.emitted();
     runner.push(e, sink).map_err(|err| match err {
         PushError::Late { .. } => Failure::bad_input(format!("error: {file}:{line}: row {}: {err}", e.row)),
@@ -388,9 +404,6 @@ fn push_event(
     })?;
     if opts.streaming && runner.emitted() != before {
         sink.flush().map_err(|io| Failure::other(format!("writing output: {io}")))?;
-    }
-    if e.row + 1 >= checkpoints.next_at {
-        checkpoints.save(runner, sink, e.row + 1, at, skipped)?;
     }
     Ok(())
 }
@@ -607,28 +620,8 @@ fn drive(
     if let Some((_, err)) = error {
         return Err(read_failure(err));
     }
-    if !ended && opts.batch {
-        drive_batched(runner, sink, input, opts, skipped, checkpoints, progress)?;
-    } else if !ended {
-        let mut e = Event::default();
-        loop {
-            match input.next_event(&mut e) {
-                Ok(true) => {
-                    push(runner, sink, &e, input.last_line(), Some(input.position()), *skipped)?;
-                    if e.row % 65_536 == 0
-                        && let Some(p) = progress
-                    {
-                        p.tick(e.row);
-                    }
-                }
-                Ok(false) => break,
-                Err(err) if opts.skip_bad && err.is_bad_row() => {
-                    eprintln!("warning: skipped: {err}");
-                    *skipped += 1;
-                }
-                Err(err) => return Err(read_failure(err)),
-            }
-        }
+    if !ended {
+        drive_rest(runner, sink, input, &file, opts, skipped, checkpoints, progress)?;
     }
     if let Some(p) = progress {
         p.done();
@@ -636,27 +629,35 @@ fn drive(
     runner.finish(sink).map_err(|e| Failure::other(format!("writing output: {e}")))
 }
 
-/// [`drive`]'s loop over the rest of the input when [`Options::batch`]:
-/// events go to the pipeline [`BATCH`] at a time (the sharded runtime takes
-/// them one by one, but without the checks each event would otherwise pass
-/// through here), and the batch is handed over
-/// before a checkpoint, an error or the end, so that each sees the events
-/// before it processed.
-fn drive_batched(
+/// [`drive`]'s loop over the rest of the input. Events are held and handed
+/// to the pipeline [`BATCH`] at a time when [`Options::batch`] (on one
+/// runner as one batch; the sharded runtime takes them one by one, but
+/// without [`push_one`]'s checks), else one at a time through [`push_one`];
+/// the held events are handed over before a checkpoint, an error or the
+/// end, so that each sees every event before it processed.
+#[allow(clippy::too_many_arguments)]
+fn drive_rest(
     runner: &mut Pipeline,
     sink: &mut Sink,
     input: &mut (impl EventSource + ?Sized),
+    file: &str,
     opts: Options,
     skipped: &mut u64,
     checkpoints: &mut Checkpoints,
     progress: &mut Option<Progress>,
 ) -> Result<(), Failure> {
-    let mut batch: Vec<Event> = (0..BATCH).map(|_| Event::default()).collect();
+    let capacity = if opts.batch { BATCH } else { 1 };
+    let mut batch: Vec<Event> = (0..capacity).map(|_| Event::default()).collect();
     let mut held = 0;
-    let written = |err: PushError| Failure::other(format!("writing output: {err}"));
-    let hand_over = |runner: &mut Pipeline, sink: &mut Sink, events: &[Event]| match runner {
-        Pipeline::One(r) => r.push_batch_for(events, u64::MAX, sink).map_err(written),
-        Pipeline::Sharded(r) => events.iter().try_for_each(|e| r.push(e, sink.get_mut())).map_err(written),
+    // Unbatched, the one event held is handed over as soon as it is read, so
+    // the input's last line is its line.
+    let hand_over = |runner: &mut Pipeline, sink: &mut Sink, events: &[Event], line: u64| {
+        let written = |err: PushError| Failure::other(format!("writing output: {err}"));
+        match runner {
+            _ if !opts.batch => events.iter().try_for_each(|e| push_one(runner, sink, e, file, line, opts)),
+            Pipeline::One(r) => r.push_batch_for(events, u64::MAX, sink).map_err(written),
+            Pipeline::Sharded(r) => events.iter().try_for_each(|e| r.push(e, sink.get_mut())).map_err(written),
+        }
     };
     loop {
         match input.next_event(&mut batch[held]) {
@@ -667,8 +668,8 @@ fn drive_batched(
                 }
                 held += 1;
                 let due = row + 1 >= checkpoints.next_at;
-                if held == BATCH || due {
-                    hand_over(runner, sink, &batch[..held])?;
+                if held == capacity || due {
+                    hand_over(runner, sink, &batch[..held], input.last_line())?;
                     held = 0;
                 }
                 if due {
@@ -686,12 +687,12 @@ fn drive_batched(
                 *skipped += 1;
             }
             Err(err) => {
-                hand_over(runner, sink, &batch[..held])?;
+                hand_over(runner, sink, &batch[..held], input.last_line())?;
                 return Err(read_failure(err));
             }
         }
     }
-    hand_over(runner, sink, &batch[..held])
+    hand_over(runner, sink, &batch[..held], input.last_line())
 }
 
 /// Parses a wall-clock duration such as `200ms` or `2s`.

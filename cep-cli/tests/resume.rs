@@ -37,16 +37,7 @@ fn inputs(dir: &Path, ticks: usize) -> Vec<String> {
 /// when `prefix` is not empty).
 fn inputs_keyed(dir: &Path, ticks: usize, prefix: &str) -> Vec<String> {
     let (events, query, alerts) = (dir.join("w1.csv"), dir.join("q.cep"), dir.join("levels.csv"));
-    let mut csv = String::from("type,ts,key,price,vol\n");
-    let mut all: Vec<_> = Ticks::new(ticks).collect();
-    for pair in all.chunks_mut(2) {
-        pair.reverse();
-    }
-    for (i, t) in all.iter().enumerate() {
-        let ts = if i % 25_000 == 24_999 { t.ts - 1_000 } else { t.ts };
-        csv.push_str(&format!("Tick,{ts},{prefix}{},{},{}\n", t.key, t.price, t.vol));
-    }
-    std::fs::write(&events, csv).unwrap();
+    std::fs::write(&events, ticks_csv(ticks, true, 25_000, prefix)).unwrap();
     let other = "QUERY spikes PATTERN SEQ(Tick a, Tick b) WHERE a.vol >= 2000 AND b.vol >= 2000 WITHIN 20 ms;";
     // One match per tick: a tick lost or doubled at a resume shows.
     let every = "QUERY every PATTERN SEQ(Tick t);";
@@ -58,6 +49,23 @@ fn inputs_keyed(dir: &Path, ticks: usize, prefix: &str) -> Vec<String> {
     ["run", "--query", p(&query), "--levels", p(&alerts), "--events", p(&events), "--max-delay", "2", "--late", &late]
         .map(str::to_owned)
         .to_vec()
+}
+
+/// `ticks` W1 ticks as CSV, with pairs swapped when `swap_pairs`, every
+/// `late_every`-th tick 1,000 ms late, and keys written `{prefix}{key}`.
+fn ticks_csv(ticks: usize, swap_pairs: bool, late_every: usize, prefix: &str) -> String {
+    let mut csv = String::from("type,ts,key,price,vol\n");
+    let mut all: Vec<_> = Ticks::new(ticks).collect();
+    if swap_pairs {
+        for pair in all.chunks_mut(2) {
+            pair.reverse();
+        }
+    }
+    for (i, t) in all.iter().enumerate() {
+        let ts = if i % late_every == late_every - 1 { t.ts - 1_000 } else { t.ts };
+        csv.push_str(&format!("Tick,{ts},{prefix}{},{},{}\n", t.key, t.price, t.vol));
+    }
+    csv
 }
 
 /// A run to the end over [`inputs`] with checkpoints: its arguments, output
@@ -92,6 +100,18 @@ fn run_to_end(args: &[String]) -> String {
     let o = Command::new(CEP).args(args).output().unwrap();
     assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
     summary(&o.stderr)
+}
+
+/// An uninterrupted run of `base` into `dir/whole.jsonl`, timed with
+/// checkpoints (`every`) as often as the killed runs take them (each is
+/// synced to disk), since the kill points are fractions of its time: its
+/// summary, time and output.
+fn timed_reference(base: &[String], dir: &Path, every: &[String]) -> (String, Duration, String) {
+    let whole = dir.join("whole.jsonl");
+    let reference = ["--out", p(&whole), "--checkpoint", p(&dir.join("ckpt-whole"))].map(String::from);
+    let started = std::time::Instant::now();
+    let summary = run_to_end(&[base, &reference, every].concat());
+    (summary, started.elapsed(), std::fs::read_to_string(&whole).unwrap())
 }
 
 /// Runs with checkpoints, killing the process (SIGKILL) `kills` times at
@@ -140,15 +160,8 @@ fn check_killed_and_resumed(threads: &str, seed: u64) {
     let dir = scratch(&format!("kill{threads}"));
     let mut base = inputs(&dir, 300_000);
     base.extend(["--threads".into(), threads.into()]);
-    let whole = dir.join("whole.jsonl");
-    // Timed with checkpoints as often as the killed runs take them (each is
-    // synced to disk): the kill points are fractions of this run's time.
     let every = ["--checkpoint-every".to_owned(), "10000".to_owned()];
-    let started = std::time::Instant::now();
-    let reference = ["--out", p(&whole), "--checkpoint", p(&dir.join("ckpt-whole"))].map(String::from);
-    let want_summary = run_to_end(&[&base[..], &reference, &every].concat());
-    let full = started.elapsed();
-    let want = std::fs::read_to_string(&whole).unwrap();
+    let (want_summary, full, want) = timed_reference(&base, &dir, &every);
     let want_late = std::fs::read_to_string(dir.join("late.jsonl")).unwrap();
     assert!(want.lines().count() > 1000, "{}", want.lines().count());
     assert!(want_late.lines().count() >= 7, "{want_late}");
@@ -403,14 +416,8 @@ fn a_batched_run_killed_and_resumed_equals_an_event_by_event_run() {
     let (in_order, events, query) = (dir.join("in_order.csv"), dir.join("w1.csv"), dir.join("q.cep"));
     // W1 ticks in order; and the same with a late tick every 50,000 rows
     // (dropped: the default policy).
-    let (mut plain, mut late) = (String::from("type,ts,key,price,vol\n"), String::from("type,ts,key,price,vol\n"));
-    for (i, t) in Ticks::new(300_000).enumerate() {
-        plain.push_str(&format!("Tick,{},{},{},{}\n", t.ts, t.key, t.price, t.vol));
-        let ts = if i % 50_000 == 49_999 { t.ts - 1_000 } else { t.ts };
-        late.push_str(&format!("Tick,{ts},{},{},{}\n", t.key, t.price, t.vol));
-    }
-    std::fs::write(&in_order, plain).unwrap();
-    std::fs::write(&events, late).unwrap();
+    std::fs::write(&in_order, ticks_csv(300_000, false, usize::MAX, "")).unwrap();
+    std::fs::write(&events, ticks_csv(300_000, false, 50_000, "")).unwrap();
     // One match per tick, so that a tick lost or doubled at a resume shows;
     // one query, so that its engine takes the events as a batch.
     std::fs::write(&query, "QUERY every PATTERN SEQ(Tick t) WHERE t.vol >= 0;\n").unwrap();
@@ -425,13 +432,8 @@ fn a_batched_run_killed_and_resumed_equals_an_event_by_event_run() {
     assert!(output(&in_order, &["--late", "fail"]) == batched, "batched and one by one differ");
 
     let base = ["run", "--query", p(&query), "--events", p(&events)].map(String::from).to_vec();
-    let whole = dir.join("whole.jsonl");
     let every = ["--checkpoint-every".to_owned(), "7001".to_owned()];
-    let started = std::time::Instant::now();
-    let reference = ["--out", p(&whole), "--checkpoint", p(&dir.join("ckpt-whole"))].map(String::from);
-    let want_summary = run_to_end(&[&base[..], &reference, &every].concat());
-    let full = started.elapsed();
-    let want = std::fs::read_to_string(&whole).unwrap();
+    let (want_summary, full, want) = timed_reference(&base, &dir, &every);
     assert_eq!(want.lines().count(), 300_000 - 6);
     let (out, ckpt) = (dir.join("out.jsonl"), dir.join("ckpt"));
     let args = [&base[..], &["--out", p(&out), "--checkpoint", p(&ckpt)].map(String::from), &every].concat();
