@@ -1282,12 +1282,17 @@ impl<'de> Visitor<'de> for ValueSeed<'_, '_> {
 
     fn visit_f64<E: de::Error>(mut self, f: f64) -> Result<(), E> {
         let index = self.next_number();
-        // serde_json reads an integer beyond i64/u64 as a float: look at its
-        // spelling (rare, so only for integral floats this large).
-        let maybe_int = f.fract() == 0.0 && f.abs() >= 9.2e18;
+        // serde_json reads an integer beyond i64/u64 as a float, and `-0` as
+        // the float -0.0 (to keep its sign): look at its spelling (rare, so
+        // only for integral floats this large, and for negative zero).
+        let maybe_int = f.fract() == 0.0 && (f.abs() >= 9.2e18 || f == 0.0 && f.is_sign_negative());
         if maybe_int || matches!(self.target, Target::Ts) {
             let text = nth_number(self.ctx.line, index).unwrap_or(b"");
             let is_int = !text.is_empty() && !text.iter().any(|b| matches!(b, b'.' | b'e' | b'E'));
+            if is_int && f == 0.0 {
+                // `-0` is an integer literal: the int 0, as in CSV.
+                return self.put(Value::Int(0), &|| "`0`".to_owned());
+            }
             if is_int {
                 return self.too_big(index);
             }
@@ -2022,6 +2027,19 @@ mod tests {
     }
 
     #[test]
+    fn json_minus_zero_is_the_int_zero() {
+        // serde_json hands `-0` over as the float -0.0: `ts` -0 was rejected
+        // as "`-0` does not fit in 64 bits", and a field -0 read as a float
+        // where CSV reads an int. Found by `ts_out_of_range_float_negative_or_missing`.
+        let e = one_json(r#"{"ts":-0,"x":-0,"y":-0.0,"z":-0e0}"#).unwrap();
+        assert_eq!(e.ts, 0);
+        assert_eq!(e.fields[0].to_words(), Value::Int(0).to_words());
+        assert_eq!(e.fields[1].to_words(), Value::Float(-0.0).to_words());
+        assert_eq!(e.fields[2].to_words(), Value::Float(-0.0).to_words());
+        assert_eq!(one_csv("ts,x\n-0,-0\n").unwrap().fields[0].to_words(), Value::Int(0).to_words());
+    }
+
+    #[test]
     fn json_integers_beyond_i64_are_bad_rows() {
         assert_eq!(
             json_err(r#"{"ts":0,"x":9223372036854775808}"#),
@@ -2160,6 +2178,138 @@ mod tests {
             let small =
                 Reader::new(io::BufReader::with_capacity(capacity, &text[..]), "g.csv", Format::Csv).map(|mut r| all(&mut r));
             prop_assert_eq!(format!("{whole:?}"), format!("{small:?}"));
+        }
+    }
+
+    /// Everything a JSON-lines reader reports, call by call: each event or
+    /// error with the rows consumed, the line of the last event and the
+    /// position after it.
+    fn json_trace<R: BufRead>(mut r: Reader<R>) -> Vec<String> {
+        let mut out = Vec::new();
+        let mut e = Event::default();
+        loop {
+            let item = match r.next_event(&mut e) {
+                Ok(true) => format!("{e:?}"),
+                Ok(false) => "end".to_owned(),
+                Err(err) => format!("{err:?}"),
+            };
+            out.push(format!("{item} rows {} line {} at {:?}", r.rows(), r.last_line(), r.position()));
+            if item == "end" || out.len() > 1000 {
+                return out;
+            }
+        }
+    }
+
+    /// Pieces of JSON-lines input: single bytes (any, and mostly JSON's
+    /// punctuation, digits and blanks), and words, numbers, escapes and
+    /// whole lines, valid and not.
+    fn json_piece() -> impl Strategy<Value = Vec<u8>> {
+        let byte = prop_oneof![
+            2 => any::<u8>(),
+            6 => proptest::sample::select(&b"{}[]\":,\n\\0123456789-.eE \t\r"[..]),
+        ];
+        let word = proptest::sample::select(vec![
+            "true",
+            "false",
+            "null",
+            "\"ts\"",
+            "\"type\"",
+            "\"x\"",
+            "1e999",
+            "-1e999",
+            "1.5",
+            "-0",
+            "9223372036854775808",
+            "-9223372036854775809",
+            "99999999999999999999",
+            "\\ud800",
+            "\"\\ud800\"",
+            "\"\\u00e9\"",
+            "\\u0000",
+            "é",
+            "💥",
+            "\u{feff}",
+            "{\"ts\":1,\"x\":2}\n",
+            "{\"ts\":-3,\"type\":\"A\",\"s\":\"é\",\"f\":0.5,\"b\":true,\"n\":null}\n",
+            "{\"ts\":2,\"ts\":1.5}\n",
+            "{\"ts\":\n",
+            "\n\n",
+        ]);
+        prop_oneof![
+            3 => byte.prop_map(|b| vec![b]),
+            2 => word.prop_map(|w| w.as_bytes().to_vec()),
+        ]
+    }
+
+    proptest! {
+        /// Any bytes among valid JSON lines: reading never panics, and a
+        /// reader over a buffer of 1 to 64 bytes reads exactly what a reader
+        /// over the whole input reads (events, rows, lines, positions,
+        /// errors).
+        #[test]
+        fn any_json_bytes_read_alike_through_any_buffer(
+            pieces in proptest::collection::vec(json_piece(), 0..120),
+            capacity in 1usize..64,
+        ) {
+            let body: Vec<u8> = pieces.concat();
+            let text = [&b"{\"ts\":0,\"a\":1}\n"[..], &body, &b"\n{\"ts\":9,\"a\":\"z\"}\n"[..]].concat();
+            let whole = json_trace(Reader::new(&text[..], "g.jsonl", Format::Jsonl).unwrap());
+            let small = io::BufReader::with_capacity(capacity, &text[..]);
+            let small = json_trace(Reader::new(small, "g.jsonl", Format::Jsonl).unwrap());
+            prop_assert_eq!(&whole, &small);
+            // The last line is good, and every row in between was either
+            // an event or a bad row: reading went on to the end.
+            prop_assert!(whole[whole.len() - 2].contains("ts: 9"), "{:?}", whole);
+        }
+    }
+
+    /// `ts` out of the i64 range, a float, negative, and missing, in both
+    /// formats: a negative `ts` (down to `i64::MIN`) is an event; the others
+    /// are bad rows with a message naming `ts` and the line, and reading
+    /// goes on with the next row (LANGUAGE.md §1: "a row with a missing or
+    /// non-integer `ts`" is bad input; `--on-bad-row skip` skips it).
+    #[test]
+    fn ts_out_of_range_float_negative_or_missing() {
+        let csv = "ts,x\n9223372036854775808,1\n-9223372036854775809,1\n99999999999999999999,1\n1.5,1\n1e3,1\n\
+                   -1.0,1\n-5,1\n-9223372036854775808,1\n9223372036854775807,1\n,1\n";
+        let jsonl = "{\"ts\":9223372036854775808}\n{\"ts\":-9223372036854775809}\n{\"ts\":99999999999999999999}\n\
+                     {\"ts\":1.5}\n{\"ts\":1e3}\n{\"ts\":-1.0}\n{\"ts\":-5}\n{\"ts\":-9223372036854775808}\n\
+                     {\"ts\":9223372036854775807}\n{\"x\":1}\n{\"ts\":null}\n{\"ts\":1e999}\n{\"ts\":-0}\n";
+        for (text, file, format, first_line) in [(csv, "t.csv", Format::Csv, 2), (jsonl, "t.jsonl", Format::Jsonl, 1)] {
+            let mut r = Reader::new(text.as_bytes(), file, format).unwrap();
+            let got = all(&mut r);
+            let show = |i: usize| match &got[i] {
+                Ok(e) => format!("ts {}", e.ts),
+                Err(e) => {
+                    assert_eq!(e.kind, ReadErrorKind::BadRow, "{e}");
+                    assert_eq!(e.row, Some(i as u64), "{e}");
+                    assert_eq!(e.line, first_line + i as u64, "{e}");
+                    e.to_string()
+                }
+            };
+            let line = |i: usize| first_line + i as u64;
+            let want = [
+                format!("{file}:{}: `ts` `9223372036854775808` does not fit in 64 bits", line(0)),
+                format!("{file}:{}: `ts` `-9223372036854775809` does not fit in 64 bits", line(1)),
+                format!("{file}:{}: `ts` `99999999999999999999` does not fit in 64 bits", line(2)),
+                format!("{file}:{}: `ts` is not an integer: `1.5`", line(3)),
+                format!("{file}:{}: `ts` is not an integer: `1e3`", line(4)),
+                format!("{file}:{}: `ts` is not an integer: `-1.0`", line(5)),
+                "ts -5".to_owned(),
+                format!("ts {}", i64::MIN),
+                format!("ts {}", i64::MAX),
+                format!("{file}:{}: missing `ts`", line(9)),
+            ];
+            for (i, w) in want.iter().enumerate() {
+                assert_eq!(&show(i), w, "{file} row {i}");
+            }
+            if format == Format::Jsonl {
+                assert_eq!(show(10), format!("{file}:{}: missing `ts`", line(10)));
+                let e = show(11);
+                assert!(e.starts_with(&format!("{file}:{}: invalid JSON: number out of range", line(11))), "{e}");
+                assert_eq!(show(12), "ts 0");
+            }
+            assert_eq!(r.rows(), got.len() as u64);
         }
     }
 

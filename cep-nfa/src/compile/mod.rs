@@ -858,8 +858,9 @@ impl<'a> StatementCompiler<'a> {
     }
 
     fn lower_rec(&mut self, e: &Expr, ctx: Ctx, depth: usize) -> (Node, Ty) {
-        // The parser bounds nesting, so this recursion is bounded too.
-        debug_assert!(depth <= 4 * crate::syntax::MAX_DEPTH);
+        // The parser bounds the depth of the tree, so this recursion is
+        // bounded too.
+        debug_assert!(depth <= crate::syntax::MAX_TREE_DEPTH);
         match e {
             Expr::Lit(l, _) => match l {
                 Lit::Int(i) => (Node::Const(Value::Int(*i)), Ty::Int),

@@ -27,12 +27,25 @@ impl Tok {
         match self {
             Tok::Ident(s) => format!("`{s}`"),
             Tok::Int(s) | Tok::Float(s) => format!("number `{s}`"),
-            Tok::Str(s) => format!("string '{s}'"),
+            Tok::Str(s) => format!("string '{}'", printable(s)),
             Tok::Strategy(s) => format!("`{s}`"),
             Tok::Punct(p) => format!("`{p}`"),
             Tok::Eof => "the end of the query".to_owned(),
         }
     }
+}
+
+/// `s` with its control characters, blanks other than the space, and
+/// invisible format characters (a BOM, zero-width and direction marks)
+/// escaped (`\u{0}`, `\n`, `\u{a0}`), so that a message quoting query
+/// text stays one line and shows what is there.
+fn printable(s: &str) -> String {
+    let hidden = |c: char| {
+        c.is_control()
+            || (c.is_whitespace() && c != ' ')
+            || matches!(c, '\u{200b}'..='\u{200f}' | '\u{202a}'..='\u{202e}' | '\u{2060}'..='\u{2064}' | '\u{feff}')
+    };
+    s.chars().map(|c| if hidden(c) { c.escape_default().to_string() } else { c.to_string() }).collect()
 }
 
 /// A token with its span.
@@ -158,7 +171,8 @@ pub fn tokenize(src: &str) -> Result<Vec<Token>, Diagnostic> {
             continue;
         }
         let ch = src[i..].chars().next().unwrap_or('\u{fffd}');
-        return Err(Diagnostic::error(Span::new(i, i + ch.len_utf8()), format!("unexpected character `{ch}`")));
+        let shown = printable(ch.encode_utf8(&mut [0; 4]));
+        return Err(Diagnostic::error(Span::new(i, i + ch.len_utf8()), format!("unexpected character `{shown}`")));
     }
     // The end sits right after the last token, so that "found the end of the
     // query" points at the line where the query stops, not at trailing space.
@@ -208,6 +222,20 @@ mod tests {
     fn unexpected_character() {
         let e = tokenize("a # b").unwrap_err();
         assert_eq!(e.span, Span::new(2, 3));
+    }
+
+    #[test]
+    fn control_characters_are_escaped_in_messages() {
+        // A NUL in a query was quoted as is: an invisible character in the
+        // message. Found by tests/robustness.rs.
+        let e = tokenize("PATTERN \0").unwrap_err();
+        assert_eq!(e.message, "unexpected character `\\u{0}`");
+        assert_eq!(e.span, Span::new(8, 9));
+        assert_eq!(Tok::Str("a\nb".into()).describe(), "string 'a\\nb'");
+        assert_eq!(Tok::Str("é".into()).describe(), "string 'é'");
+        // A no-break space pasted into a query, and a BOM.
+        assert_eq!(tokenize("PATTERN\u{a0}A a").unwrap_err().message, "unexpected character `\\u{a0}`");
+        assert_eq!(tokenize("\u{feff}PATTERN A a").unwrap_err().message, "unexpected character `\\u{feff}`");
     }
 
     #[test]

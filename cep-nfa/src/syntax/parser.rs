@@ -1,8 +1,12 @@
 //! Tokens → AST. Recursive descent; expressions by precedence climbing.
 //!
 //! Recursion is bounded: an expression nested deeper than [`MAX_DEPTH`]
-//! (parentheses, `NOT`, unary minus, function arguments) is an error, so no
-//! query can overflow the stack.
+//! (parentheses, `NOT`, unary minus, function arguments) is an error, and so
+//! is an expression tree deeper than [`MAX_TREE_DEPTH`] (a chain of `+`, `-`,
+//! `*`, `/`, `%` is one level per operator), so no query can overflow the
+//! stack of the parser, the compiler or a compiled condition. A chain of one
+//! logical operator (`a OR b OR c …`) is built as a balanced tree: it may be
+//! as long as a query likes.
 
 use super::ast::*;
 use super::lexer::{Tok, Token, tokenize};
@@ -10,6 +14,10 @@ use crate::diag::{Diagnostic, Span};
 
 /// The deepest expression nesting accepted.
 pub const MAX_DEPTH: usize = 64;
+
+/// The deepest expression tree accepted (operators on the way from the
+/// root to a leaf, counting each operator of a chain like `a + b + c`).
+pub const MAX_TREE_DEPTH: usize = 4 * MAX_DEPTH;
 
 /// Words that cannot name a type or a variable.
 const RESERVED: [&str; 12] =
@@ -349,15 +357,18 @@ impl Parser {
         } else {
             self.unary()?
         };
+        let mut depth = tree_depth(&lhs);
+        if depth > MAX_TREE_DEPTH {
+            return Err(tree_too_deep(lhs.span()));
+        }
         while let Some((op, level)) = self.binop() {
             if level < min_level.max(1) {
                 break;
             }
-            // `AND` followed by `[`: a partition conjunct; leave it to the WHERE loop.
-            if op == BinOp::And && matches!(self.peek_at(1).tok, Tok::Punct("[")) {
+            if self.partition_conjunct_follows(op) {
                 break;
             }
-            self.bump();
+            let op_span = self.bump().span;
             // Comparisons do not chain: `a < b < c` is an error.
             let rhs = self.expr(level + 1)?;
             if op.is_comparison()
@@ -370,10 +381,32 @@ impl Parser {
                 )
                 .with_note("use AND: `a < b AND b < c`"));
             }
-            let span = lhs.span().to(rhs.span());
-            lhs = Expr::Binary(op, Box::new(lhs), Box::new(rhs), span);
+            if matches!(op, BinOp::And | BinOp::Or) {
+                // `a OR b OR c …`: the same value whichever way it is
+                // grouped, so grouped as a balanced tree, whose depth grows
+                // with the logarithm of its length.
+                let mut operands = vec![lhs, rhs];
+                while self.binop().is_some_and(|(op2, _)| op2 == op) && !self.partition_conjunct_follows(op) {
+                    self.bump();
+                    operands.push(self.expr(level + 1)?);
+                }
+                lhs = balanced(op, operands);
+                depth = tree_depth(&lhs);
+            } else {
+                depth = depth.max(tree_depth(&rhs)) + 1;
+                let span = lhs.span().to(rhs.span());
+                lhs = Expr::Binary(op, Box::new(lhs), Box::new(rhs), span);
+            }
+            if depth > MAX_TREE_DEPTH {
+                return Err(tree_too_deep(op_span));
+            }
         }
         Ok(lhs)
+    }
+
+    /// `AND` followed by `[`: a partition conjunct, left to the WHERE loop.
+    fn partition_conjunct_follows(&self, op: BinOp) -> bool {
+        op == BinOp::And && matches!(self.peek_at(1).tok, Tok::Punct("["))
     }
 
     fn binop(&self) -> Option<(BinOp, u8)> {
@@ -590,6 +623,40 @@ impl Parser {
     }
 }
 
+/// The depth of an expression tree (a leaf is 0), without recursion.
+fn tree_depth(e: &Expr) -> usize {
+    let mut deepest = 0;
+    let mut stack = vec![(e, 0)];
+    while let Some((e, d)) = stack.pop() {
+        deepest = deepest.max(d);
+        match e {
+            Expr::Abs(x, _) | Expr::Not(x, _) | Expr::Neg(x, _) => stack.push((x, d + 1)),
+            Expr::Binary(_, a, b, _) => {
+                stack.push((a, d + 1));
+                stack.push((b, d + 1));
+            }
+            _ => {}
+        }
+    }
+    deepest
+}
+
+fn tree_too_deep(span: Span) -> Diagnostic {
+    Diagnostic::error(span, format!("expression nested deeper than {MAX_TREE_DEPTH} levels of operators"))
+        .with_note("each operator of a chain like `a + b + c` is a level; group a long chain with parentheses")
+}
+
+/// `op` over `operands` (at least one), in order, as a balanced tree.
+fn balanced(op: BinOp, mut operands: Vec<Expr>) -> Expr {
+    if operands.len() == 1 {
+        return operands.pop().expect("one operand");
+    }
+    let right = operands.split_off(operands.len() / 2);
+    let (a, b) = (balanced(op, operands), balanced(op, right));
+    let span = a.span().to(b.span());
+    Expr::Binary(op, Box::new(a), Box::new(b), span)
+}
+
 fn int_range_error(span: Span, digits: &str) -> Diagnostic {
     Diagnostic::error(span, format!("integer literal `{digits}` does not fit in 64 bits"))
         .with_note("integers range from -9223372036854775808 to 9223372036854775807")
@@ -692,6 +759,44 @@ mod tests {
         assert!(parse(&deep).is_err());
         let deep = format!("PATTERN A a WHERE {}a.x = 1", "- ".repeat(100_000));
         assert!(parse(&deep).is_err());
+    }
+
+    #[test]
+    fn long_operator_chains() {
+        // A chain of 300 `+` built a tree 300 deep: the compiler's
+        // recursion over it failed its depth assertion (a panic in debug
+        // builds), and 100,000 overflowed the stack in release builds.
+        // Found by tests/robustness.rs (and a probe of long inputs).
+        for n in [300, 100_000] {
+            let src = format!("PATTERN A a WHERE a.x{} > 0", " + a.x".repeat(n));
+            let e = parse(&src).unwrap_err();
+            assert!(e.message.contains("deeper than 256 levels of operators"), "{}", e.message);
+            assert_eq!(&src[e.span.start as usize..e.span.end as usize], "+");
+        }
+        let src = format!("PATTERN A a WHERE a.x{} > 0", " + a.x".repeat(MAX_TREE_DEPTH - 1));
+        assert!(parse(&src).is_ok());
+        // Logical chains have no such limit: they are balanced.
+        for op in ["OR", "AND"] {
+            let src = format!("PATTERN A a WHERE (a.x = 0{})", format!(" {op} a.x = 1").repeat(100_000));
+            let st = one(&src);
+            let Conjunct::Expr(e) = &st.conjuncts[0] else { panic!() };
+            assert!(tree_depth(e) <= 20, "{}", tree_depth(e));
+        }
+        // Top-level AND still splits into conjuncts, in order, around `[k]`.
+        let st = one("PATTERN A a WHERE a.x = 1 AND a.y = 2 AND [k] AND a.z = 3 AND a.w = 4 AND a.v = 5");
+        let names: Vec<String> = st
+            .conjuncts
+            .iter()
+            .map(|c| match c {
+                Conjunct::Partition(f) => format!("[{}]", f.name),
+                Conjunct::Expr(Expr::Binary(BinOp::Eq, a, _, _)) => match &**a {
+                    Expr::Ref(Ref { attr: Attr::Field(f), .. }) => f.name.clone(),
+                    other => panic!("{other:?}"),
+                },
+                other => panic!("{other:?}"),
+            })
+            .collect();
+        assert_eq!(names, ["x", "y", "[k]", "z", "w", "v"]);
     }
 
     #[test]
