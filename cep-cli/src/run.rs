@@ -295,7 +295,7 @@ pub fn run(args: RunArgs) -> Result<(), Failure> {
     };
 
     let batch = !streaming && !late_fails && (delay == 0 || matches!(pipeline, Pipeline::Sharded(_)));
-    let opts = Options { skip_bad, streaming, batch };
+    let mut opts = Options { skip_bad, streaming, batch, blocks: false };
     let (result, rows) = match idle {
         // An idle clock needs the reader on its own thread, so that waiting
         // for input does not stop time.
@@ -314,8 +314,20 @@ pub fn run(args: RunArgs) -> Result<(), Failure> {
                 if let Some(c) = &counter {
                     c.store(at.byte, std::sync::atomic::Ordering::Relaxed);
                 }
-                let rest = ParallelReader::open(Path::new(&args.events), &input, at, parsers, counter.clone())
-                    .map_err(|e| Failure::other(format!("cannot read {}: {e}", args.events)))?;
+                // Sharded, the parser threads split each block by shard, so
+                // that a block goes to the shards without a copy of its
+                // events (`drive_rest`).
+                let partition = match &pipeline {
+                    Pipeline::Sharded(r) if opts.batch => r.partition(),
+                    _ => None,
+                };
+                let path = Path::new(&args.events);
+                opts.blocks = partition.is_some();
+                let rest = match partition {
+                    Some(p) => ParallelReader::open_partitioned(path, &input, at, parsers, counter.clone(), p),
+                    None => ParallelReader::open(path, &input, at, parsers, counter.clone()),
+                };
+                let rest = rest.map_err(|e| Failure::other(format!("cannot read {}: {e}", args.events)))?;
                 parallel = Some(rest);
             }
             let source: &mut dyn EventSource = match &mut parallel {
@@ -348,6 +360,9 @@ struct Options {
     /// no failing on a late event (whose line the message names), and on one
     /// runner no delay (its batches skip the reorder buffer).
     batch: bool,
+    /// The reader splits its blocks by shard: a whole block may go to the
+    /// sharded runtime at once (`ShardedRunner::push_block`).
+    blocks: bool,
 }
 
 /// Events handed to the runner at once when [`Options::batch`]: with one
@@ -660,6 +675,27 @@ fn drive_rest(
         }
     };
     loop {
+        // A whole block split by shard, when the reader has one ready that
+        // needs no checkpoint inside and no row skipped (resuming): the
+        // events held go first.
+        if opts.blocks
+            && let Some(block) = input.take_block(&mut |b| {
+                b.first_row >= checkpoints.skip_below && b.first_row + b.rows < checkpoints.next_at
+            })
+        {
+            hand_over(runner, sink, &batch[..held], input.last_line())?;
+            held = 0;
+            let (first, rows) = (block.row_base(), block.len() as u64);
+            if let Pipeline::Sharded(r) = runner {
+                r.push_block(block, sink.get_mut()).map_err(|e| Failure::other(format!("writing output: {e}")))?;
+            }
+            if let Some(p) = progress
+                && first / 65_536 != (first + rows) / 65_536
+            {
+                p.tick(first + rows);
+            }
+            continue;
+        }
         match input.next_event(&mut batch[held]) {
             Ok(true) => {
                 let row = batch[held].row;

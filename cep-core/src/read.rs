@@ -419,6 +419,16 @@ pub trait EventSource {
     fn rows(&self) -> u64;
     /// The file name used in messages.
     fn file(&self) -> &str;
+    /// The next block of events whole, for a source that reads in blocks
+    /// split by a [`Partition`](crate::parallel::Partition) (see
+    /// [`ParallelReader::take_block`](crate::parallel::ParallelReader::take_block));
+    /// `None` (the default) to read event by event.
+    fn take_block(
+        &mut self,
+        _admit: &mut dyn FnMut(&crate::parallel::BlockInfo) -> bool,
+    ) -> Option<std::sync::Arc<crate::parallel::PartedBlock>> {
+        None
+    }
 }
 
 impl<R: BufRead> EventSource for Reader<R> {

@@ -562,6 +562,23 @@ impl Runner {
         true
     }
 
+    /// [`forward_in_order`](Self::forward_in_order) for `n` events in `ts`
+    /// order from `first` to `last`, all or none: true (the watermark moved
+    /// to `last`, the events counted) when the runner forwards without
+    /// reordering and none of them is late.
+    pub(crate) fn forward_block(&mut self, first: Timestamp, last: Timestamp, n: u64) -> bool {
+        if !self.forward || self.reorder.is_some() || first < self.watermark.get() || last < first {
+            return false;
+        }
+        let _ = self.watermark.observe(last);
+        let before = self.summary.events;
+        self.summary.events += n;
+        if before / STATS_SAMPLE != self.summary.events / STATS_SAMPLE {
+            let _ = self.sample();
+        }
+        true
+    }
+
     /// Counts an event given to the engines (or forwarded), sampling the
     /// statistics now and then.
     #[inline]

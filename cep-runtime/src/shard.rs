@@ -56,6 +56,15 @@
 //! looks the partitions of the run up ahead, so their cache misses overlap
 //! (W5: the two-thread runtime went from about 25 M to 31–34 M events/s).
 //!
+//! A reader that parses on threads of its own can also split its blocks of
+//! events by shard itself ([`ShardedRunner::partition`] for
+//! [`ParallelReader::open_partitioned`](cep_core::parallel::ParallelReader::open_partitioned)):
+//! [`ShardedRunner::push_block`] then sends the whole block to every shard,
+//! each running its own part, and the calling thread does nothing per
+//! event. At most three blocks are held by the shards at a
+//! time (each shard says when it is done with one), so that the parsers
+//! write into memory the caches still hold.
+//!
 //! Matches are the same multiset as on one thread; their order between
 //! shards is not (within a key it is).
 
@@ -64,7 +73,8 @@ use std::sync::Arc;
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
-use cep_core::{Event, FieldId, Sym, Timestamp, Value};
+use cep_core::parallel::{PartedBlock, Partition};
+use cep_core::{Event, FieldId, FlatEvents, Sym, Timestamp, Value};
 use cep_nfa::program::Program;
 use crossbeam_channel::{Receiver, Sender, bounded, unbounded};
 
@@ -138,38 +148,26 @@ const BATCH: usize = 4096;
 /// that a shard the scheduler sets aside for a few milliseconds does not
 /// stall the reader — and with it the other shards.
 const IN_FLIGHT: usize = 16;
+/// Blocks ([`ShardedRunner::push_block`]) sent and not yet done by every
+/// shard: few, as a block's events stay where its parser thread wrote them
+/// until the shards have run them, and more blocks ahead only spread the
+/// events over more memory than the caches hold.
+const BLOCKS_IN_FLIGHT: usize = 3;
 /// The most pushes between two looks at the clock and at the output.
 const MAX_CHECK_EVERY: u32 = 64;
 /// How long a partial batch may wait by default.
 const FLUSH_AFTER: Duration = Duration::from_micros(250);
 
-/// One event of a batch, without its fields. `ts` and `row` are kept apart
-/// (in this order, `repr(C)`) so that copying them from an event just
-/// written is two 8-byte loads, not one 16-byte load that store-to-load
-/// forwarding cannot serve (it stalled the reader).
-#[derive(Clone, Copy, Debug)]
-#[repr(C)]
-struct Head {
-    ts: Timestamp,
-    /// The queries (bit `i` for query `i`, [`LEVELS_BIT`]) it is for.
-    mask: u64,
-    row: u64,
-    ty: Sym,
-    /// How many fields it has (they follow the previous event's in
-    /// [`Batch::values`]).
-    fields: u32,
-}
-
-/// A shard's events, flat: heads in one vector, every field in another, so
-/// that filling a batch writes two sequential streams and allocates nothing
-/// once the vectors have grown.
+/// A shard's events: flat ([`FlatEvents`]: heads in one vector, every
+/// field in another, so that filling a batch writes two sequential streams
+/// and allocates nothing once the vectors have grown), with the queries
+/// each is for.
 #[derive(Debug, Default)]
 struct Batch {
-    heads: Vec<Head>,
-    /// Field values as [`Value::to_words`]: the events were usually just
-    /// written, and 16-byte copies of values written by 8-byte stores
-    /// stalled the reader on store forwarding.
-    values: Vec<[u64; 2]>,
+    events: FlatEvents,
+    /// Per event, the queries (bit `i` for query `i`, [`LEVELS_BIT`]) it
+    /// is for.
+    masks: Vec<u64>,
     /// The watermark to apply after the events (`Timestamp::MIN`: none).
     wm: Timestamp,
 }
@@ -178,15 +176,14 @@ impl Batch {
     /// Appends `e`, for the queries of `mask`.
     #[inline]
     fn push(&mut self, e: &Event, mask: u64) {
-        let fields = e.fields.len() as u32;
-        self.heads.push(Head { ts: e.ts, mask, row: e.row, ty: e.ty, fields });
-        self.values.extend(e.fields.iter().map(Value::to_words));
+        self.events.push(e);
+        self.masks.push(mask);
     }
 
     /// Empties the batch, keeping its capacity.
     fn clear(&mut self) {
-        self.heads.clear();
-        self.values.clear();
+        self.events.clear();
+        self.masks.clear();
         self.wm = Timestamp::MIN;
     }
 }
@@ -195,6 +192,9 @@ impl Batch {
 enum ToShard {
     /// Events, then the watermark.
     Batch(Arc<Batch>),
+    /// A block split by [`ShardedRunner::partition`]: the shard's part, for
+    /// the queries of the mask, then the watermark.
+    Block(Arc<PartedBlock>, u64, Timestamp),
     /// A checkpoint barrier: reply with the shard's state.
     Checkpoint,
     /// A change to the shard's runner, in band (queries or alerts added
@@ -217,6 +217,8 @@ enum FromShard {
     Snapshot(usize, Box<RunnerSnapshot>),
     /// The shard stopped on an error.
     Failed(String),
+    /// The shard is done with a block (and has dropped it).
+    BlockDone,
 }
 
 /// The runtime on `n` shard threads (see the [module](self) docs).
@@ -258,6 +260,8 @@ pub struct ShardedRunner {
     /// Output bytes written so far.
     written: u64,
     clock: Clock,
+    /// Blocks sent, oldest first, until every shard is done with them.
+    blocks: std::collections::VecDeque<Arc<PartedBlock>>,
 }
 
 impl std::fmt::Debug for ShardedRunner {
@@ -307,6 +311,7 @@ impl ShardedRunner {
             failed: None,
             written: 0,
             clock: Clock::new(FLUSH_AFTER),
+            blocks: std::collections::VecDeque::new(),
         }
     }
 
@@ -378,11 +383,73 @@ impl ShardedRunner {
         } else {
             self.front.push(e, &mut self.batches)
         };
+        self.pushed(pushed, out)
+    }
+
+    /// After events were pushed: their error, if any, or a look at the
+    /// clock and the output every few pushes.
+    #[inline(always)]
+    fn pushed(&mut self, pushed: Result<(), PushError>, out: &mut impl Write) -> Result<(), PushError> {
         self.after(pushed, out)?;
         if self.clock.tick() {
             self.look(out)?;
         }
         Ok(())
+    }
+
+    /// How to split events by shard the way this runtime routes them, when
+    /// every query (and the level alerts) is keyed by one field: for
+    /// [`ParallelReader::open_partitioned`](cep_core::parallel::ParallelReader::open_partitioned),
+    /// whose blocks [`push_block`](Self::push_block) then hands to the shards
+    /// whole. `None` when events may go to several shards.
+    pub fn partition(&self) -> Option<Partition> {
+        let (field, _) = self.batches.routes.single()?;
+        let shards = self.handles.len();
+        Some(Partition::new(shards, move |e: &Event| {
+            shard_of(e.fields.get(field as usize).unwrap_or(&Value::Null), shards)
+        }))
+    }
+
+    /// Processes a block of events split by [`partition`](Self::partition):
+    /// each shard gets its part as it is, with nothing copied, when the
+    /// front forwards events as they come (no `max_delay`) and none of the
+    /// block is late; otherwise its events are pushed one by one, in input
+    /// order. Either way as if each had been [pushed](Self::push).
+    pub fn push_block(&mut self, block: Arc<PartedBlock>, out: &mut impl Write) -> Result<(), PushError> {
+        let whole = match self.batches.routes.single() {
+            Some((_, mask)) if block.parts() == self.handles.len() && !block.is_empty() => Some(mask),
+            _ => None,
+        };
+        match whole {
+            Some(mask) if self.front.forward_block(block.first_ts(), block.last_ts(), block.len() as u64) => {
+                self.wait_for_blocks(BLOCKS_IN_FLIGHT - 1, out)?;
+                self.blocks.push_back(Arc::clone(&block));
+                let sent = self.batches.send_block(block, mask).map_err(PushError::Io);
+                self.pushed(sent, out)
+            }
+            _ => block.try_for_each_in_order(|e| self.push(e, out)),
+        }
+    }
+
+    /// Waits until at most `n` blocks sent are still held by a shard,
+    /// writing the output meanwhile.
+    fn wait_for_blocks(&mut self, n: usize, out: &mut impl Write) -> Result<(), PushError> {
+        loop {
+            while self.blocks.front().is_some_and(|b| Arc::strong_count(b) == 1) {
+                self.blocks.pop_front(); // back to the reader
+            }
+            if self.blocks.len() <= n {
+                return Ok(());
+            }
+            // Each shard says when it is done with a block.
+            match self.rx.recv() {
+                Ok(msg) => self.take(msg, out)?,
+                Err(_) => return Ok(()),
+            }
+            if self.failed.is_some() {
+                return Ok(()); // the error comes with the next send
+            }
+        }
     }
 
     /// Moves the watermark (see [`Runner::advance_watermark`]); every shard
@@ -504,6 +571,7 @@ impl ShardedRunner {
                 Err(_) => break,
             }
         }
+        self.blocks.clear();
         for h in &mut self.handles {
             if let Some(h) = h.take()
                 && h.join().is_err()
@@ -570,6 +638,7 @@ impl ShardedRunner {
             FromShard::Failed(why) => {
                 self.failed.get_or_insert(why);
             }
+            FromShard::BlockDone => {}
         }
         Ok(())
     }
@@ -651,6 +720,15 @@ impl Routes {
             }
         }
         routes
+    }
+
+    /// When every query (and the level alerts) is keyed by one field — the
+    /// common case — that field and the mask of every event.
+    fn single(&self) -> Option<(FieldId, u64)> {
+        match self.by_field[..] {
+            [(f, bits)] if self.always == 0 => Some((f, bits)),
+            _ => None,
+        }
     }
 
     /// When every query (and the level alerts) is keyed by one field — the
@@ -768,6 +846,23 @@ impl Batcher {
 }
 
 impl Batcher {
+    /// Sends the batches being filled, if any, then `block` to every shard
+    /// (each runs its part, for the queries of `mask`, then the watermark:
+    /// the block's last `ts`).
+    fn send_block(&mut self, block: Arc<PartedBlock>, mask: u64) -> io::Result<()> {
+        if self.len > 0 {
+            self.send(self.released_ts)?;
+        }
+        self.released_ts = block.last_ts();
+        for (s, tx) in self.txs.iter().enumerate() {
+            if tx.send(ToShard::Block(Arc::clone(&block), mask, self.released_ts)).is_err() {
+                self.stopped = true;
+                return Err(io::Error::other(format!("shard {s} stopped")));
+            }
+        }
+        Ok(())
+    }
+
     /// Whether every shard has taken every batch sent to it.
     fn caught_up(&self) -> bool {
         self.txs.iter().all(Sender::is_empty)
@@ -830,8 +925,8 @@ struct Shard {
     runner: Runner,
     rx: Receiver<ToShard>,
     out: Sender<FromShard>,
-    /// A batch's events, rebuilt from its flat rows (reused: each keeps
-    /// its fields vector).
+    /// A batch's or a block's events, rebuilt from their flat rows
+    /// (reused: each keeps its fields vector).
     events: Vec<Event>,
 }
 
@@ -842,8 +937,10 @@ impl Shard {
         let mut sink = JsonLines::new(Vec::new());
         while let Ok(msg) = self.rx.recv() {
             let finish = matches!(msg, ToShard::Finish);
+            let was_block = matches!(msg, ToShard::Block(..));
             let result = match msg {
                 ToShard::Batch(batch) => self.batch(&batch, &mut sink).map_err(|e| e.to_string()),
+                ToShard::Block(block, mask, wm) => self.block(&block, mask, wm, &mut sink).map_err(|e| e.to_string()),
                 ToShard::Control(change) => change(&mut self.runner),
                 ToShard::Checkpoint => self.checkpoint(&mut sink),
                 ToShard::Finish => self.runner.finish(&mut sink).map_err(|e| e.to_string()),
@@ -853,6 +950,9 @@ impl Shard {
                 return;
             }
             self.send_output(&mut sink);
+            if was_block {
+                let _ = self.out.send(FromShard::BlockDone);
+            }
             if finish {
                 let done = FromShard::Done(self.me, self.runner.summary().clone(), self.runner.stats());
                 let _ = self.out.send(done);
@@ -877,27 +977,29 @@ impl Shard {
         Ok(())
     }
 
+    /// Runs this shard's part of a block, then the watermark `wm`.
+    fn block(
+        &mut self,
+        block: &PartedBlock,
+        mask: u64,
+        wm: Timestamp,
+        sink: &mut JsonLines<Vec<u8>>,
+    ) -> Result<(), PushError> {
+        let events = block.part(self.me).unpack_into(&mut self.events, block.row_base());
+        self.runner.push_batch_for(events, mask, sink)?;
+        self.runner.advance_watermark(wm, sink)
+    }
+
     /// Runs the events of a batch, then its watermark: the events rebuilt
     /// from the flat rows, then each run of events for the same queries
     /// given to the runner at once.
     fn batch(&mut self, batch: &Batch, sink: &mut JsonLines<Vec<u8>>) -> Result<(), PushError> {
-        let n = batch.heads.len();
-        if self.events.len() < n {
-            self.events.resize_with(n, Event::default);
-        }
-        let mut values = &batch.values[..];
-        for (h, e) in batch.heads.iter().zip(&mut self.events) {
-            let (fields, rest) = values.split_at(h.fields as usize);
-            values = rest;
-            (e.ty, e.ts, e.row) = (h.ty, h.ts, h.row);
-            e.fields.clear();
-            e.fields.extend(fields.iter().map(|&w| Value::from_words(w)));
-        }
+        let events = batch.events.unpack_into(&mut self.events, 0);
         let mut start = 0;
-        while start < n {
-            let mask = batch.heads[start].mask;
-            let len = batch.heads[start..].iter().take_while(|h| h.mask == mask).count();
-            self.runner.push_batch_for(&self.events[start..start + len], mask, sink)?;
+        while start < events.len() {
+            let mask = batch.masks[start];
+            let len = batch.masks[start..].iter().take_while(|&&m| m == mask).count();
+            self.runner.push_batch_for(&events[start..start + len], mask, sink)?;
             start += len;
         }
         if batch.wm > Timestamp::MIN {

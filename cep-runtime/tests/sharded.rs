@@ -11,7 +11,9 @@ mod support;
 
 use std::time::{Duration, Instant};
 
-use cep_core::{Event, Schema, Sym, Value};
+use cep_core::parallel::ParallelReader;
+use cep_core::read::EventSource;
+use cep_core::{Event, Format, Reader, Schema, Sym, Value};
 use cep_index::{Alert, LevelIndex};
 use cep_nfa::compile::{Options, compile};
 use cep_runtime::shard::{ShardedRunner, shard_of};
@@ -82,6 +84,61 @@ proptest! {
         check(&case, 2, delay, flush_now)?;
         check(&case, 3, delay, flush_now)?;
     }
+
+    /// Read from a file split by shard (`ShardedRunner::partition`), whole
+    /// blocks through `push_block` (taken when `take` says so) and the
+    /// rest event by event: the matches of one runner.
+    #[test]
+    fn blocks_from_a_partitioned_reader_equal_one(case in prop_oneof![
+        arb_case("skip-till-any-match"), arb_case("skip-till-next-match"), arb_case("strict-contiguity")],
+        shards in 2usize..4, delay in prop_oneof![3 => Just(0i64), 1 => 1i64..4], take: bool) {
+        let want = one_thread(runner(&case, &mut case.schema.clone(), delay), &case.events);
+        let mut front = Runner::new(Vec::new());
+        front.set_max_delay(delay);
+        let runners = (0..shards).map(|_| runner(&case, &mut case.schema.clone(), 0)).collect();
+        let mut r = ShardedRunner::new(front, runners);
+        let path = std::env::temp_dir().join(format!("cep-blocks-{}-{:?}.csv", std::process::id(), std::thread::current().id()));
+        std::fs::write(&path, case_csv(&case.events)).unwrap();
+        let head = Reader::new(std::io::BufReader::new(std::fs::File::open(&path).unwrap()), "t", Format::Csv).unwrap();
+        let mut out = Vec::new();
+        let mut blocks = 0;
+        match r.partition() {
+            Some(partition) => {
+                let mut rest = ParallelReader::open_partitioned(&path, &head, head.position(), 2, None, partition).unwrap();
+                let mut e = Event::default();
+                loop {
+                    if let Some(block) = rest.take_block(|_| take) {
+                        blocks += 1;
+                        r.push_block(block, &mut out).unwrap();
+                    } else if rest.next_event(&mut e).unwrap() {
+                        r.push(&e, &mut out).unwrap();
+                    } else {
+                        break;
+                    }
+                }
+            }
+            // Queries without a partition: no blocks to take.
+            None => case.events.iter().for_each(|e| r.push(e, &mut out).unwrap()),
+        }
+        std::fs::remove_file(&path).unwrap();
+        prop_assert_eq!(blocks > 0, take && r.partition().is_some() && !case.events.is_empty());
+        r.finish(&mut out).unwrap();
+        prop_assert_eq!(lines(out), want, "query: {}", case.query);
+    }
+}
+
+/// `events` (fields `k`, `x`, `y`: integers or NULL) as CSV.
+fn case_csv(events: &[Event]) -> String {
+    let mut text = String::from("type,ts,k,x,y\n");
+    for e in events {
+        let cell = |v: &Value| match v {
+            Value::Int(i) => i.to_string(),
+            _ => String::new(),
+        };
+        let cells: Vec<String> = e.fields.iter().map(cell).collect();
+        text.push_str(&format!("{},{},{}\n", e.ty.as_str(), e.ts, cells.join(",")));
+    }
+    text
 }
 
 /// A deterministic stream of `n` events: types A and B, fields `k` (0..50),
