@@ -895,12 +895,105 @@ fn cli_contender(name: &'static str, threads: Option<usize>) -> Contender {
                     .expect("cep runs");
                 assert!(status.success(), "cep run failed: {status}");
                 for line in std::fs::read_to_string(&out).expect("the output").lines() {
-                    tally.add_line(line);
+                    add_cli_line(tally, line, None);
                 }
                 None
             })
         })
     })
+}
+
+/// What two threads could give here at best: the W1 CSV split by key into
+/// two files, each run by its own `cep run --threads 1` at the same time —
+/// sharding with no routing, nothing shared but the machine. (Its matches
+/// tally as the whole file's: rows mapped back, see [`add_cli_line`].)
+fn split_contender(name: &'static str) -> Contender {
+    Contender::new(name, move |n| {
+        let dir = std::env::temp_dir().join(format!("cep-bench-w5-split-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).expect("a scratch directory");
+        let mut whole = Vec::new();
+        w1::write_csv(&mut whole, n).expect("the CSV in memory");
+        let text = String::from_utf8(whole).expect("ASCII");
+        let mut lines = text.lines();
+        let header = lines.next().expect("a header");
+        let key_at = header.split(',').position(|c| c == "key").expect("a key column");
+        // Per half: its CSV, and the row in the whole file of each of its rows.
+        let mut halves: [(String, Vec<u64>); 2] = Default::default();
+        for (row, line) in lines.enumerate() {
+            let key: i64 = line.split(',').nth(key_at).and_then(|k| k.parse().ok()).expect("an integer key");
+            let half = &mut halves[key.rem_euclid(2) as usize];
+            if half.0.is_empty() {
+                half.0 = format!("{header}\n");
+            }
+            half.0.push_str(line);
+            half.0.push('\n');
+            half.1.push(row as u64);
+        }
+        let query = dir.join("q.cep");
+        std::fs::write(&query, w1::RISE_SPIKE).expect("the query");
+        let files: Vec<_> = halves
+            .into_iter()
+            .enumerate()
+            .map(|(i, (csv, rows))| {
+                let (path, out) = (dir.join(format!("half{i}.csv")), dir.join(format!("out{i}.jsonl")));
+                std::fs::write(&path, if csv.is_empty() { "type,ts,key,price,vol\n" } else { &csv }).expect("a half");
+                (path, out, rows)
+            })
+            .collect();
+        let cep = cep_binary().expect("the cep binary beside this one (cargo build --release -p cep-cli)");
+        let scratch = Scratch(dir);
+        Box::new(move |check| {
+            let _ = &scratch; // removed with the pass function
+            measure(n, check, |tally| {
+                let children: Vec<_> = files
+                    .iter()
+                    .map(|(csv, out, _)| {
+                        std::process::Command::new(&cep)
+                            .args(["run", "--threads", "1", "--query"])
+                            .arg(&query)
+                            .arg("--events")
+                            .arg(csv)
+                            .arg("--out")
+                            .arg(out)
+                            .stderr(std::process::Stdio::null())
+                            .spawn()
+                            .expect("cep runs")
+                    })
+                    .collect();
+                for mut child in children {
+                    let status = child.wait().expect("cep runs");
+                    assert!(status.success(), "cep run failed: {status}");
+                }
+                for (_, out, rows) in &files {
+                    for line in std::fs::read_to_string(out).expect("the output").lines() {
+                        add_cli_line(tally, line, Some(rows));
+                    }
+                }
+                None
+            })
+        })
+    })
+}
+
+/// Tallies a `cep run` output line, its rows mapped through `rows` (a
+/// file's row → the whole file's) and without its id (a function of the
+/// rows), so that the key-split contender's two files tally as the whole
+/// file does.
+fn add_cli_line(tally: &mut Tally, line: &str, rows: Option<&[u64]>) {
+    if !tally.check {
+        return tally.add_line(line);
+    }
+    let mut m: serde_json::Value = serde_json::from_str(line).expect("a JSON line");
+    let map = m.as_object_mut().expect("an object");
+    map.remove("id");
+    if let (Some(rows), Some(vars)) = (rows, map.get_mut("vars").and_then(|v| v.as_object_mut())) {
+        for bound in vars.values_mut().filter_map(|v| v.as_array_mut()) {
+            for row in bound {
+                *row = rows[row.as_u64().expect("a row") as usize].into();
+            }
+        }
+    }
+    tally.add_line(&m.to_string());
 }
 
 /// A W5 workload over `n` W1 ticks: one thread (the baseline) against
@@ -1171,11 +1264,17 @@ pub fn workloads(scale: Scale) -> Vec<Workload> {
             "rise_spike through `cep run --threads 1|2` and `cep run` (the default: the file parsed on every core, \
              the query on one thread) on a CSV file of the first {} W1 ticks, parsing included (the `cep` binary \
              beside this one; `cargo xtask bench` builds it); wall time of the process; peak RSS is the bench's \
-             own, not cep's",
+             own, not cep's. `2 × 1 thread, keys split` is what two cores give here at best: the file split by \
+             key in two, each half run by its own `cep run --threads 1` at the same time",
             thousands(n)
         ),
         n,
-        vec![cli_contender("1 thread", Some(1)), cli_contender("2 threads", Some(2)), cli_contender("default", None)],
+        vec![
+            cli_contender("1 thread", Some(1)),
+            cli_contender("2 threads", Some(2)),
+            cli_contender("default", None),
+            split_contender("2 × 1 thread, keys split"),
+        ],
     ));
 
     // W5 latency: the same, paced below saturation.
