@@ -839,6 +839,45 @@ fn runtime_contender(name: &'static str, threads: usize, ticks: Rc<Stream<Tick>>
     })
 }
 
+/// What two threads could give here at best without parsing: the ticks
+/// split by key in two, each half run by its own one-thread runner on its
+/// own thread at the same time (no routing, no channel).
+fn runtime_split_contender(name: &'static str, ticks: Rc<Stream<Tick>>) -> Contender {
+    Contender::new(name, move |n| {
+        let ticks = ticks.get(n);
+        let halves: [Vec<Tick>; 2] =
+            [0, 1].map(|half| ticks[..n].iter().filter(|t| t.key.rem_euclid(2) == half).copied().collect());
+        Box::new(move |check| {
+            measure(n, check, |tally| {
+                let outs = std::thread::scope(|scope| {
+                    let run = |half: &[Tick]| {
+                        let progs = compile(w1::RISE_SPIKE, &mut w1::schema(), &Options::default())
+                            .expect("rise_spike compiles")
+                            .programs;
+                        let mut r = cep_runtime::Runner::new(progs);
+                        let (mut e, tick) = (Event::default(), Sym::new("Tick"));
+                        let mut sink = cep_runtime::JsonLines::new(Vec::new());
+                        for t in half {
+                            w1::fill(&mut e, t, tick);
+                            r.push(&e, &mut sink).expect("events in order");
+                        }
+                        r.finish(&mut sink).expect("no output to fail");
+                        sink.into_inner().expect("a vector")
+                    };
+                    let threads: Vec<_> = halves.iter().map(|h| scope.spawn(move || run(h))).collect();
+                    threads.into_iter().map(|t| t.join().expect("a runner thread")).collect::<Vec<_>>()
+                });
+                for out in &outs {
+                    for line in String::from_utf8_lossy(out).lines() {
+                        tally.add_line(line);
+                    }
+                }
+                None
+            })
+        })
+    })
+}
+
 /// The `cep` binary: `CEP_BIN`, or `cep` beside the running executable (or
 /// one directory up, for a test binary in `target/*/deps`).
 pub fn cep_binary() -> Option<std::path::PathBuf> {
@@ -1252,11 +1291,17 @@ pub fn workloads(scale: Scale) -> Vec<Workload> {
         "W5",
         format!(
             "rise_spike through the runtime over the first {} W1 ticks (no parsing): the runner on one thread \
-             against the sharded runtime (a routing front and 2 shard threads); matches = output lines",
+             against the sharded runtime (a routing front and 2 shard threads); matches = output lines. \
+             `2 × 1 thread, keys split` is what two cores give here at best: the ticks split by key in two, each \
+             half run by its own runner on its own thread at the same time",
             thousands(n)
         ),
         n,
-        vec![runtime_contender("1 thread", 1, s.ticks.clone()), runtime_contender("2 threads", 2, s.ticks.clone())],
+        vec![
+            runtime_contender("1 thread", 1, s.ticks.clone()),
+            runtime_contender("2 threads", 2, s.ticks.clone()),
+            runtime_split_contender("2 × 1 thread, keys split", s.ticks.clone()),
+        ],
     ));
     out.push(w5(
         "W5-cli",
