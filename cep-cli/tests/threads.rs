@@ -31,14 +31,28 @@ fn p(path: &Path) -> &str {
 
 #[test]
 fn threads_give_the_matches_of_one_thread() {
-    let dir = scratch("w1");
+    threads_give_the_matches_of_one_thread_on("w1-displaced", true);
+}
+
+/// In order and without a delay, whole blocks of the file go to the shards
+/// (`ShardedRunner::push_block`), for the queries and the level alerts.
+#[test]
+fn threads_give_the_matches_of_one_thread_in_whole_blocks() {
+    threads_give_the_matches_of_one_thread_on("w1-in-order", false);
+}
+
+/// W1 ticks, `displaced` in pairs by 2 ms and read with `--max-delay 2`, or
+/// in order and without a delay.
+fn threads_give_the_matches_of_one_thread_on(name: &str, displaced: bool) {
+    let dir = scratch(name);
     let (events, query, alerts) = (dir.join("w1.csv"), dir.join("q.cep"), dir.join("levels.csv"));
     let mut csv = String::from("type,ts,key,price,vol\n");
     let ticks: Vec<_> = Ticks::new(300_000).collect();
-    // Displace pairs by 2 ms, within --max-delay 2 below.
     let mut shuffled = ticks.clone();
-    for pair in shuffled.chunks_mut(2) {
-        pair.reverse();
+    if displaced {
+        for pair in shuffled.chunks_mut(2) {
+            pair.reverse();
+        }
     }
     for t in &shuffled {
         csv.push_str(&format!("Tick,{},{},{},{}\n", t.ts, t.key, t.price, t.vol));
@@ -48,7 +62,8 @@ fn threads_give_the_matches_of_one_thread() {
     let mut f = Vec::new();
     levels::write_csv(&mut f, levels::KEYS, 5).unwrap();
     std::fs::write(&alerts, f).unwrap();
-    let base = ["run", "--query", p(&query), "--levels", p(&alerts), "--events", p(&events), "--max-delay", "2"];
+    let delay = if displaced { "2" } else { "0" };
+    let base = ["run", "--query", p(&query), "--levels", p(&alerts), "--events", p(&events), "--max-delay", delay];
     // Without --threads the file is parsed on every core and the queries run
     // on one thread: the output of --threads 1, in the same order. (On one
     // core the default is --threads 1 itself; CI has two, and
