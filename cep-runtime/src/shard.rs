@@ -138,6 +138,12 @@ fn str_hash(s: Sym) -> u64 {
     STABLE.hash_one(s.as_str())
 }
 
+thread_local! {
+    /// [`shard_cached`]'s cache for [`ShardedRunner::partition`], per parser
+    /// thread: the stable hash of each string key by symbol number.
+    static STR_HASHES: std::cell::RefCell<Vec<u64>> = const { std::cell::RefCell::new(Vec::new()) };
+}
+
 /// Fixed seeds: the same key hashes alike in every run and process.
 static STABLE: std::sync::LazyLock<ahash::RandomState> =
     std::sync::LazyLock::new(|| ahash::RandomState::with_seeds(0x5eed, 0xcafe, 0xf00d, 0xbeef));
@@ -406,7 +412,13 @@ impl ShardedRunner {
         let (field, _) = self.batches.routes.single()?;
         let shards = self.handles.len();
         Some(Partition::new(shards, move |e: &Event| {
-            shard_of(e.fields.get(field as usize).unwrap_or(&Value::Null), shards)
+            let key = e.fields.get(field as usize).unwrap_or(&Value::Null);
+            match key {
+                // String keys through the parser thread's cache of their
+                // hashes (the text is behind the interner's lock).
+                Value::Str(_) => STR_HASHES.with(|cache| shard_cached(&mut cache.borrow_mut(), key, shards)),
+                _ => shard_of(key, shards),
+            }
         }))
     }
 
