@@ -126,9 +126,16 @@ pub fn to_ticks(number: &str, unit: DurationUnit, ts_unit: TimeUnit) -> Result<i
     if int_part.is_empty() && frac_part.is_empty()
         || !int_part.bytes().all(|b| b.is_ascii_digit())
         || !frac_part.bytes().all(|b| b.is_ascii_digit())
-        || frac_part.len() > 18
     {
         return Err(DurationError::BadNumber);
+    }
+    // Trailing zeros say nothing. A nonzero digit past the 18th place is
+    // never a whole number of nanoseconds, whatever the unit: that needs
+    // 2^k or 5^k to divide the unit in nanoseconds (a day is 2^16 · 3^3 ·
+    // 5^11 ns).
+    let frac_part = frac_part.trim_end_matches('0');
+    if frac_part.len() > 18 {
+        return Err(DurationError::NotWhole);
     }
     let mut mantissa: i128 = 0;
     for b in int_part.bytes().chain(frac_part.bytes()) {
@@ -151,6 +158,18 @@ pub fn to_ticks(number: &str, unit: DurationUnit, ts_unit: TimeUnit) -> Result<i
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn many_decimal_places() {
+        let s = DurationUnit::parse("s").unwrap();
+        // Trailing zeros are fine, however many.
+        assert_eq!(to_ticks(&format!("1.5{}", "0".repeat(40)), s, TimeUnit::Millis), Ok(1_500));
+        // A digit past the 18th place is never whole (it was "malformed").
+        assert_eq!(to_ticks("0.0000000000000000001", s, TimeUnit::Nanos), Err(DurationError::NotWhole));
+        assert_eq!(to_ticks("0.000000001000000000000", s, TimeUnit::Nanos), Ok(1));
+        assert_eq!(to_ticks("1.", s, TimeUnit::Millis), Ok(1_000));
+        assert_eq!(to_ticks(".", s, TimeUnit::Millis), Err(DurationError::BadNumber));
+    }
 
     #[test]
     fn units_convert() {
