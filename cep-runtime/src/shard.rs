@@ -423,10 +423,11 @@ impl ShardedRunner {
     }
 
     /// Processes a block of events split by [`partition`](Self::partition):
-    /// each shard gets its part as it is, with nothing copied, when the
-    /// front forwards events as they come (no `max_delay`) and none of the
-    /// block is late; otherwise its events are pushed one by one, in input
-    /// order. Either way as if each had been [pushed](Self::push).
+    /// each shard gets its part as the parser wrote it (nothing is copied on
+    /// the calling thread) when the front forwards events as they come (no
+    /// `max_delay`) and none of the block is late; otherwise its events are
+    /// pushed one by one, in input order. Either way as if each had been
+    /// [pushed](Self::push).
     pub fn push_block(&mut self, block: Arc<PartedBlock>, out: &mut impl Write) -> Result<(), PushError> {
         let whole = match self.batches.routes.single() {
             Some((_, mask)) if block.parts() == self.handles.len() && !block.is_empty() => Some(mask),
