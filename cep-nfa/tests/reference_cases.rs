@@ -106,14 +106,7 @@ fn full(query: &str, s: &Stream) -> Vec<String> {
 // ---------------------------------------------------------------------------
 // LANGUAGE.md §7: rise / spike / quiet
 
-const RISE_SPIKE: &str = "QUERY rise_spike
-PATTERN SEQ(Tick r, Tick s WITHIN 60 s, NOT Tick v WITHIN 10 s)
-WHERE skip-till-next-match
-  AND [key]
-  AND r.price * 100 >= PREV(r.price) * 102
-  AND s.vol >= 1000
-  AND v.price * 100 <= s.price * 99
-SELECT EARLIEST;";
+use support::RISE_SPIKE;
 
 fn ticks(t: &[(i64, i64, i64)]) -> Stream {
     let mut s = Stream::new(&["key", "price", "vol"]);

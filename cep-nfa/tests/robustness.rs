@@ -49,14 +49,7 @@ use proptest::sample::Index;
 
 /// The examples of LANGUAGE.md (§7, and the forms of §2 the corpus lacks).
 const LANGUAGE_EXAMPLES: &[&str] = &[
-    "QUERY rise_spike
-PATTERN SEQ(Tick r, Tick s WITHIN 60 s, NOT Tick v WITHIN 10 s)
-WHERE skip-till-next-match
-  AND [key]
-  AND r.price * 100 >= PREV(r.price) * 102
-  AND s.vol >= 1000
-  AND v.price * 100 <= s.price * 99
-SELECT EARLIEST;",
+    support::RISE_SPIKE,
     "PATTERN SEQ(Stock+ a[], Stock b)
 WHERE skip-till-next-match AND [symbol]
   AND a[i].price > a[i-1].price

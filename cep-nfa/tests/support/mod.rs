@@ -14,6 +14,16 @@
 
 #![allow(dead_code)]
 
+/// The rise / spike / quiet query of LANGUAGE.md §7, word for word.
+pub const RISE_SPIKE: &str = "QUERY rise_spike
+PATTERN SEQ(Tick r, Tick s WITHIN 60 s, NOT Tick v WITHIN 10 s)
+WHERE skip-till-next-match
+  AND [key]
+  AND r.price * 100 >= PREV(r.price) * 102
+  AND s.vol >= 1000
+  AND v.price * 100 <= s.price * 99
+SELECT EARLIEST;";
+
 use cep_core::{Event, Schema, Sym, Value};
 use proptest::prelude::*;
 use proptest::strategy::{BoxedStrategy, Union};
