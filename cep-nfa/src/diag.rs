@@ -106,11 +106,22 @@ impl Diagnostic {
         let text = source[line_start..line_end].trim_end_matches('\r');
         let gutter = line.to_string();
         let pad = " ".repeat(gutter.len());
-        out.push_str(&format!(" {gutter} | {text}\n"));
         let caret_start = source[line_start..start].chars().count();
         let end = (self.span.end as usize).clamp(start, line_end);
         let width = source[start..end].chars().count().max(1);
-        out.push_str(&format!(" {pad} | {}{}\n", " ".repeat(caret_start), "^".repeat(width)));
+        // A long line is shown around the span, its cut ends marked.
+        let chars: Vec<char> = text.chars().collect();
+        let (mut from, mut to) = (0, chars.len());
+        if chars.len() > SHOWN {
+            from = caret_start.saturating_sub(SHOWN / 3).min(chars.len() - SHOWN);
+            to = from + SHOWN;
+        }
+        let (open, close) = (if from > 0 { "…" } else { "" }, if to < chars.len() { "…" } else { "" });
+        let shown: String = chars[from..to].iter().collect();
+        out.push_str(&format!(" {gutter} | {open}{shown}{close}\n"));
+        let caret_at = caret_start - from + open.chars().count();
+        let width = width.min(to.saturating_sub(caret_start)).max(1);
+        out.push_str(&format!(" {pad} | {}{}\n", " ".repeat(caret_at), "^".repeat(width)));
         for note in &self.notes {
             out.push_str(&format!(" {pad} = {note}\n"));
         }
@@ -125,6 +136,9 @@ impl fmt::Display for Diagnostic {
 }
 
 impl std::error::Error for Diagnostic {}
+
+/// The most characters of a source line a rendered diagnostic shows.
+const SHOWN: usize = 100;
 
 /// 1-based line and column (in characters) of a byte offset.
 pub fn line_col(source: &str, offset: usize) -> (usize, usize) {
@@ -161,3 +175,29 @@ impl fmt::Display for Diagnostics {
 }
 
 impl std::error::Error for Diagnostics {}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_long_line_is_shown_around_the_span() {
+        let src = format!("PATTERN A a WHERE {} AND b.x > 0{}", "a.x + ".repeat(300), " AND a.y = 1".repeat(50));
+        let at = src.find("b.x").unwrap();
+        let d = Diagnostic::error(Span::new(at, at + 3), "unknown variable `b`");
+        let text = d.render(&src, "q.cep");
+        let lines: Vec<&str> = text.lines().collect();
+        assert!(lines[1].starts_with(" 1 | …") && lines[1].ends_with('…'), "{}", lines[1]);
+        assert!(lines[1].chars().count() < 120, "{}", lines[1]);
+        // The caret sits under `b.x`.
+        let (shown, caret) = (lines[1].split_once(" | ").unwrap().1, lines[2].split_once(" | ").unwrap().1);
+        let col = caret.find('^').unwrap();
+        assert_eq!(caret.trim(), "^^^");
+        assert_eq!(shown.chars().skip(caret[..col].chars().count()).take(3).collect::<String>(), "b.x");
+        // Near the start: no leading mark; a short line: as it is.
+        let d = Diagnostic::error(Span::new(0, 7), "here");
+        assert!(d.render(&src, "q.cep").lines().nth(1).unwrap().starts_with(" 1 | PATTERN A a"));
+        let d = Diagnostic::error(Span::new(8, 9), "here");
+        assert_eq!(d.render("PATTERN A a", "q.cep").lines().nth(2).unwrap(), "   |         ^");
+    }
+}
