@@ -29,11 +29,13 @@ use super::too_long_message;
 /// Reads CSV records from `R` (see the [module](self) docs).
 pub(super) struct CsvRecords<R> {
     src: R,
-    /// The general path's parser. Between records it is at the start of a
-    /// record.
-    core: csv_core::Reader,
+    /// The general path's parser, built when first needed (a reader
+    /// reopened for each block of a file read on threads would otherwise
+    /// build its tables for every block, quoted or not). Between records it
+    /// is at the start of a record.
+    core: Option<csv_core::Reader>,
     /// The general path's record: its unquoted bytes, and the end of each
-    /// cell in them.
+    /// cell in them (allocated with the parser).
     data: Vec<u8>,
     ends: Vec<usize>,
     /// The cells of the record being handed out, as ranges of its bytes.
@@ -60,9 +62,9 @@ impl<R: BufRead> CsvRecords<R> {
     pub(super) fn new(src: R, byte: u64, lines: u64, max_line: usize) -> CsvRecords<R> {
         CsvRecords {
             src,
-            core: csv_core::ReaderBuilder::new().terminator(csv_core::Terminator::Any(b'\n')).build(),
-            data: vec![0; 256],
-            ends: vec![0; 16],
+            core: None,
+            data: Vec::new(),
+            ends: Vec::new(),
             cells: Vec::new(),
             byte,
             lines,
@@ -138,6 +140,10 @@ impl<R: BufRead> CsvRecords<R> {
     fn next_general<T>(&mut self, visit: impl FnOnce(&[u8], &[(usize, usize)], u64) -> T) -> Result<Option<T>, Fatal> {
         let line = self.lines + 1;
         let (mut out, mut ends) = (0, 0);
+        if self.core.is_none() {
+            self.core = Some(csv_core::ReaderBuilder::new().terminator(csv_core::Terminator::Any(b'\n')).build());
+            (self.data, self.ends) = (vec![0; 256], vec![0; 16]);
+        }
         loop {
             let buf = match self.src.fill_buf() {
                 Ok(buf) => buf,
@@ -152,8 +158,11 @@ impl<R: BufRead> CsvRecords<R> {
             {
                 return Err((at, too_long_message(self.max_line)));
             }
-            let (result, taken, written, ended) =
-                self.core.read_record(&buf[..allowed], &mut self.data[out..], &mut self.ends[ends..]);
+            let (result, taken, written, ended) = self.core.as_mut().expect("built above").read_record(
+                &buf[..allowed],
+                &mut self.data[out..],
+                &mut self.ends[ends..],
+            );
             let newlines = memchr::memchr_iter(b'\n', &buf[..taken]).count();
             self.line_len = match memchr::memrchr(b'\n', &buf[..taken]) {
                 Some(last) => taken - last - 1,
