@@ -311,6 +311,13 @@ impl Tally {
         }
     }
 
+    /// Every line of `out` (JSON lines), as [`add_line`](Self::add_line).
+    fn add_output(&mut self, out: &[u8]) {
+        for line in String::from_utf8_lossy(out).lines() {
+            self.add_line(line);
+        }
+    }
+
     /// Counting mode: `c.count` matches ending at one event.
     #[inline]
     fn add_count(&mut self, c: &MatchCount) {
@@ -776,10 +783,7 @@ fn cep_runner(name: &'static str, displaced: bool, ticks: Rc<Stream<Tick>>) -> C
         let ticks = ticks.get(n);
         let order: Vec<u32> = if displaced { displaced_order(&ticks[..n]) } else { (0..n as u32).collect() };
         Box::new(move |check| {
-            let mut schema = w1::schema();
-            let progs =
-                compile(w1::RISE_SPIKE, &mut schema, &Options::default()).expect("rise_spike compiles").programs;
-            let mut runner = cep_runtime::Runner::new(progs);
+            let mut runner = rise_spike_runner();
             runner.set_max_delay(500);
             let tick = Sym::new("Tick");
             let mut e = Event::default();
@@ -803,26 +807,14 @@ fn runtime_contender(name: &'static str, threads: usize, ticks: Rc<Stream<Tick>>
     Contender::new(name, move |n| {
         let ticks = ticks.get(n);
         Box::new(move |check| {
-            let runner = || {
-                let progs = compile(w1::RISE_SPIKE, &mut w1::schema(), &Options::default())
-                    .expect("rise_spike compiles")
-                    .programs;
-                cep_runtime::Runner::new(progs)
-            };
             let tick = Sym::new("Tick");
             let mut e = Event::default();
             let mut out = Vec::new();
             measure(n, check, |tally| {
                 if threads == 1 {
-                    let mut r = runner();
-                    let mut sink = cep_runtime::JsonLines::new(&mut out);
-                    for t in &ticks[..n] {
-                        w1::fill(&mut e, t, tick);
-                        r.push(&e, &mut sink).expect("events in order");
-                    }
-                    r.finish(&mut sink).expect("no output to fail");
+                    one_thread_output(&ticks[..n], &mut out);
                 } else {
-                    let shards = (0..threads).map(|_| runner()).collect();
+                    let shards = (0..threads).map(|_| rise_spike_runner()).collect();
                     let mut r = cep_runtime::shard::ShardedRunner::new(cep_runtime::Runner::new(Vec::new()), shards);
                     for t in &ticks[..n] {
                         w1::fill(&mut e, t, tick);
@@ -830,13 +822,30 @@ fn runtime_contender(name: &'static str, threads: usize, ticks: Rc<Stream<Tick>>
                     }
                     r.finish(&mut out).expect("no output to fail");
                 }
-                for line in String::from_utf8_lossy(&out).lines() {
-                    tally.add_line(line);
-                }
+                tally.add_output(&out);
                 None
             })
         })
     })
+}
+
+/// A runner of W1's rise_spike query.
+fn rise_spike_runner() -> cep_runtime::Runner {
+    let progs = compile(w1::RISE_SPIKE, &mut w1::schema(), &Options::default()).expect("rise_spike compiles").programs;
+    cep_runtime::Runner::new(progs)
+}
+
+/// `ticks` through a rise_spike runner on this thread, each filled into
+/// one reused `Event` row; its JSON lines appended to `out`.
+fn one_thread_output(ticks: &[Tick], out: &mut Vec<u8>) {
+    let mut r = rise_spike_runner();
+    let (mut e, tick) = (Event::default(), Sym::new("Tick"));
+    let mut sink = cep_runtime::JsonLines::new(out);
+    for t in ticks {
+        w1::fill(&mut e, t, tick);
+        r.push(&e, &mut sink).expect("events in order");
+    }
+    r.finish(&mut sink).expect("no output to fail");
 }
 
 /// What two threads could give here at best without parsing: the ticks
@@ -851,26 +860,15 @@ fn runtime_split_contender(name: &'static str, ticks: Rc<Stream<Tick>>) -> Conte
             measure(n, check, |tally| {
                 let outs = std::thread::scope(|scope| {
                     let run = |half: &[Tick]| {
-                        let progs = compile(w1::RISE_SPIKE, &mut w1::schema(), &Options::default())
-                            .expect("rise_spike compiles")
-                            .programs;
-                        let mut r = cep_runtime::Runner::new(progs);
-                        let (mut e, tick) = (Event::default(), Sym::new("Tick"));
-                        let mut sink = cep_runtime::JsonLines::new(Vec::new());
-                        for t in half {
-                            w1::fill(&mut e, t, tick);
-                            r.push(&e, &mut sink).expect("events in order");
-                        }
-                        r.finish(&mut sink).expect("no output to fail");
-                        sink.into_inner().expect("a vector")
+                        let mut out = Vec::new();
+                        one_thread_output(half, &mut out);
+                        out
                     };
                     let threads: Vec<_> = halves.iter().map(|h| scope.spawn(move || run(h))).collect();
                     threads.into_iter().map(|t| t.join().expect("a runner thread")).collect::<Vec<_>>()
                 });
                 for out in &outs {
-                    for line in String::from_utf8_lossy(out).lines() {
-                        tally.add_line(line);
-                    }
+                    tally.add_output(out);
                 }
                 None
             })
@@ -917,21 +915,7 @@ fn cli_contender(name: &'static str, threads: Option<usize>) -> Contender {
         Box::new(move |check| {
             let _ = &scratch; // removed with the pass function
             measure(n, check, |tally| {
-                let mut command = std::process::Command::new(&cep);
-                command.arg("run");
-                if let Some(t) = threads {
-                    command.args(["--threads", &t.to_string()]);
-                }
-                let status = command
-                    .arg("--query")
-                    .arg(&query)
-                    .arg("--events")
-                    .arg(&csv)
-                    .arg("--out")
-                    .arg(&out)
-                    .stderr(std::process::Stdio::null())
-                    .status()
-                    .expect("cep runs");
+                let status = cep_run(&cep, threads, &query, &csv, &out).status().expect("cep runs");
                 assert!(status.success(), "cep run failed: {status}");
                 for line in std::fs::read_to_string(&out).expect("the output").lines() {
                     add_cli_line(tally, line, None);
@@ -940,6 +924,25 @@ fn cli_contender(name: &'static str, threads: Option<usize>) -> Contender {
             })
         })
     })
+}
+
+/// `cep run` of `query` on `csv` into `out` (with `--threads` if given),
+/// its stderr dropped.
+fn cep_run(
+    cep: &std::path::Path,
+    threads: Option<usize>,
+    query: &std::path::Path,
+    csv: &std::path::Path,
+    out: &std::path::Path,
+) -> std::process::Command {
+    let mut command = std::process::Command::new(cep);
+    command.arg("run");
+    if let Some(t) = threads {
+        command.args(["--threads", &t.to_string()]);
+    }
+    command.arg("--query").arg(query).arg("--events").arg(csv).arg("--out").arg(out);
+    command.stderr(std::process::Stdio::null());
+    command
 }
 
 /// What two threads could give here at best: the W1 CSV split by key into
@@ -986,18 +989,7 @@ fn split_contender(name: &'static str) -> Contender {
             measure(n, check, |tally| {
                 let children: Vec<_> = files
                     .iter()
-                    .map(|(csv, out, _)| {
-                        std::process::Command::new(&cep)
-                            .args(["run", "--threads", "1", "--query"])
-                            .arg(&query)
-                            .arg("--events")
-                            .arg(csv)
-                            .arg("--out")
-                            .arg(out)
-                            .stderr(std::process::Stdio::null())
-                            .spawn()
-                            .expect("cep runs")
-                    })
+                    .map(|(csv, out, _)| cep_run(&cep, Some(1), &query, csv, out).spawn().expect("cep runs"))
                     .collect();
                 for mut child in children {
                     let status = child.wait().expect("cep runs");
@@ -1094,11 +1086,6 @@ pub struct PacedRun {
 /// completes it is the first tick after `end`; its latency is the time from
 /// that tick's push to the write of the match's line.
 pub fn paced_run(threads: usize, ticks: &[Tick], rate: f64, flush_after: Option<Duration>) -> PacedRun {
-    let runner = || {
-        let progs =
-            compile(w1::RISE_SPIKE, &mut w1::schema(), &Options::default()).expect("rise_spike compiles").programs;
-        cep_runtime::Runner::new(progs)
-    };
     let tick = Sym::new("Tick");
     let mut e = Event::default();
     let mut pushed = Vec::with_capacity(ticks.len());
@@ -1112,7 +1099,7 @@ pub fn paced_run(threads: usize, ticks: &[Tick], rate: f64, flush_after: Option<
         start.elapsed()
     };
     if threads == 1 {
-        let mut r = runner();
+        let mut r = rise_spike_runner();
         let mut sink = cep_runtime::JsonLines::new(&mut out);
         for (i, t) in ticks.iter().enumerate() {
             w1::fill(&mut e, t, tick);
@@ -1121,7 +1108,7 @@ pub fn paced_run(threads: usize, ticks: &[Tick], rate: f64, flush_after: Option<
         }
         r.finish(&mut sink).expect("no output to fail");
     } else {
-        let shards = (0..threads).map(|_| runner()).collect();
+        let shards = (0..threads).map(|_| rise_spike_runner()).collect();
         let mut r = cep_runtime::shard::ShardedRunner::new(cep_runtime::Runner::new(Vec::new()), shards);
         if let Some(wait) = flush_after {
             r.set_flush_after(wait);
@@ -1176,9 +1163,7 @@ fn latency_contender(name: &'static str, threads: usize, ticks: Rc<Stream<Tick>>
             let mut paced = None;
             let pass = measure(n, check, |tally| {
                 let run = paced_run(threads, &ticks[..n], W5_LATENCY_RATE, None);
-                for line in String::from_utf8_lossy(&run.out).lines() {
-                    tally.add_line(line);
-                }
+                tally.add_output(&run.out);
                 paced = Some((run.seconds, run.latency));
                 None
             });

@@ -3,8 +3,9 @@
 use std::fs::File;
 use std::io::{self, BufWriter};
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
 
-use cep_core::parallel::ParallelReader;
+use cep_core::parallel::{ParallelReader, PartedBlock};
 use cep_core::read::EventSource;
 use cep_core::time::{DurationUnit, to_ticks};
 use cep_core::{Event, InputPosition, ReadError, ReadErrorKind};
@@ -346,7 +347,7 @@ pub fn run(args: RunArgs) -> Result<(), Failure> {
         print_stats(rows, skipped, &pipeline.stats());
     }
     result?;
-    flushed.map_err(|e| Failure::other(format!("writing output: {e}")))
+    flushed.map_err(writing_failed)
 }
 
 /// How `drive` treats the input.
@@ -415,10 +416,10 @@ fn push_one(
     let before = runner.emitted();
     runner.push(e, sink).map_err(|err| match err {
         PushError::Late { .. } => Failure::bad_input(format!("error: {file}:{line}: row {}: {err}", e.row)),
-        PushError::Io(io) => Failure::other(format!("writing output: {io}")),
+        PushError::Io(io) => writing_failed(io),
     })?;
     if opts.streaming && runner.emitted() != before {
-        sink.flush().map_err(|io| Failure::other(format!("writing output: {io}")))?;
+        sink.flush().map_err(writing_failed)?;
     }
     Ok(())
 }
@@ -603,7 +604,7 @@ fn drive_idle(
             Err(std::sync::mpsc::RecvTimeoutError::Disconnected) => break Ok(()),
         }
     };
-    let result = result.and_then(|()| runner.finish(sink).map_err(|e| Failure::other(format!("writing output: {e}"))));
+    let result = result.and_then(|()| runner.finish(sink).map_err(writing_failed));
     (result, rows)
 }
 
@@ -641,7 +642,7 @@ fn drive(
     if let Some(p) = progress {
         p.done();
     }
-    runner.finish(sink).map_err(|e| Failure::other(format!("writing output: {e}")))
+    runner.finish(sink).map_err(writing_failed)
 }
 
 /// [`drive`]'s loop over the rest of the input. Events are held and handed
@@ -666,13 +667,10 @@ fn drive_rest(
     let mut held = 0;
     // Unbatched, the one event held is handed over as soon as it is read, so
     // the input's last line is its line.
-    let hand_over = |runner: &mut Pipeline, sink: &mut Sink, events: &[Event], line: u64| {
-        let written = |err: PushError| Failure::other(format!("writing output: {err}"));
-        match runner {
-            _ if !opts.batch => events.iter().try_for_each(|e| push_one(runner, sink, e, file, line, opts)),
-            Pipeline::One(r) => r.push_batch_for(events, u64::MAX, sink).map_err(written),
-            Pipeline::Sharded(r) => events.iter().try_for_each(|e| r.push(e, sink.get_mut())).map_err(written),
-        }
+    let hand_over = |runner: &mut Pipeline, sink: &mut Sink, events: &[Event], line: u64| match runner {
+        _ if !opts.batch => events.iter().try_for_each(|e| push_one(runner, sink, e, file, line, opts)),
+        Pipeline::One(r) => r.push_batch_for(events, u64::MAX, sink).map_err(writing_failed),
+        Pipeline::Sharded(r) => events.iter().try_for_each(|e| r.push(e, sink.get_mut())).map_err(writing_failed),
     };
     loop {
         // A whole block split by shard, when the reader has one ready that
@@ -686,9 +684,7 @@ fn drive_rest(
             hand_over(runner, sink, &batch[..held], input.last_line())?;
             held = 0;
             let (first, rows) = (block.row_base(), block.len() as u64);
-            if let Pipeline::Sharded(r) = runner {
-                r.push_block(block, sink.get_mut()).map_err(|e| Failure::other(format!("writing output: {e}")))?;
-            }
+            runner.push_block(block, sink).map_err(writing_failed)?;
             if let Some(p) = progress
                 && first / 65_536 != (first + rows) / 65_536
             {
@@ -729,6 +725,11 @@ fn drive_rest(
         }
     }
     hand_over(runner, sink, &batch[..held], input.last_line())
+}
+
+/// The failure of writing the output.
+fn writing_failed(e: impl std::fmt::Display) -> Failure {
+    Failure::other(format!("writing output: {e}"))
 }
 
 /// Parses a wall-clock duration such as `200ms` or `2s`.
@@ -825,6 +826,15 @@ impl Pipeline {
         match self {
             Pipeline::One(r) => r.push(e, sink),
             Pipeline::Sharded(r) => r.push(e, sink.get_mut()),
+        }
+    }
+
+    /// A block of events split by shard: to the shards whole, or (on one
+    /// runner) its events one by one.
+    fn push_block(&mut self, block: Arc<PartedBlock>, sink: &mut Sink) -> Result<(), PushError> {
+        match self {
+            Pipeline::One(r) => block.try_for_each_in_order(|e| r.push(e, sink)),
+            Pipeline::Sharded(r) => r.push_block(block, sink.get_mut()),
         }
     }
 

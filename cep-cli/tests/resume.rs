@@ -86,9 +86,40 @@ fn checkpointed(dir: &Path, ticks: usize, every: &str) -> Checkpointed {
             .concat();
     let want_summary = run_to_end(&args);
     let want = std::fs::read_to_string(&out).unwrap();
-    let mut files: Vec<PathBuf> = std::fs::read_dir(&ckpt).unwrap().map(|e| e.unwrap().path()).collect();
-    files.sort();
+    let files = checkpoint_files(&ckpt);
     Checkpointed { args, out, want, want_summary, files }
+}
+
+/// The lines of the file at `path`, sorted.
+fn sorted_lines(path: &Path) -> Vec<String> {
+    let mut lines: Vec<String> = std::fs::read_to_string(path).unwrap().lines().map(str::to_owned).collect();
+    lines.sort();
+    lines
+}
+
+/// The checkpoint files in `dir`, oldest first.
+fn checkpoint_files(dir: &Path) -> Vec<PathBuf> {
+    let mut files: Vec<PathBuf> = std::fs::read_dir(dir).unwrap().map(|e| e.unwrap().path()).collect();
+    files.sort();
+    files
+}
+
+/// Deletes the newest checkpoint in `dir`: a resume starts from the one
+/// before.
+fn drop_newest_checkpoint(dir: &Path) {
+    std::fs::remove_file(checkpoint_files(dir).last().unwrap()).unwrap();
+}
+
+/// Runs `args` with `--resume`; asserts that it succeeds and that its
+/// stderr says each of `says`. Its summary line.
+fn resume(args: &[String], says: &[&str]) -> String {
+    let o = Command::new(CEP).args(args).arg("--resume").output().unwrap();
+    let stderr = String::from_utf8_lossy(&o.stderr);
+    assert!(o.status.success(), "{stderr}");
+    for said in says {
+        assert!(stderr.contains(said), "no `{said}` in: {stderr}");
+    }
+    summary(&o.stderr)
 }
 
 fn summary(stderr: &[u8]) -> String {
@@ -218,13 +249,9 @@ fn resume_with_a_corrupt_newest_checkpoint_uses_the_previous_one() {
     bytes[mid] ^= 0xff;
     std::fs::write(newest, bytes).unwrap();
 
-    let o = Command::new(CEP).args(&args).arg("--resume").output().unwrap();
-    let stderr = String::from_utf8_lossy(&o.stderr);
-    assert!(o.status.success(), "{stderr}");
-    assert!(stderr.contains("checksum mismatch; trying the previous checkpoint"), "{stderr}");
-    assert!(stderr.contains("resuming after row 50000"), "{stderr}");
+    let got_summary = resume(&args, &["checksum mismatch; trying the previous checkpoint", "resuming after row 50000"]);
     assert_eq!(std::fs::read_to_string(&out).unwrap(), want);
-    assert_eq!(summary(&o.stderr), want_summary);
+    assert_eq!(got_summary, want_summary);
     let _ = std::fs::remove_dir_all(&dir);
 }
 
@@ -246,20 +273,14 @@ fn resume_on_two_threads_with_string_keys() {
         [&base[..], &["--out", p(&out), "--checkpoint", p(&ckpt), "--checkpoint-every", "20000"].map(String::from)]
             .concat();
     let want_summary = run_to_end(&args);
-    let mut want: Vec<String> = std::fs::read_to_string(&out).unwrap().lines().map(str::to_owned).collect();
-    want.sort();
+    let want = sorted_lines(&out);
     assert!(want.iter().any(|l| l.contains(r#""key":"s"#)), "string keys in the output");
     // Resume from the checkpoint before the last: rows 40,000 on run again.
-    let mut files: Vec<PathBuf> = std::fs::read_dir(&ckpt).unwrap().map(|e| e.unwrap().path()).collect();
-    files.sort();
-    std::fs::remove_file(files.last().unwrap()).unwrap();
-    let o = Command::new(CEP).args(&args).arg("--resume").output().unwrap();
-    let stderr = String::from_utf8_lossy(&o.stderr);
-    assert!(o.status.success() && stderr.contains("resuming after row 40000"), "{stderr}");
-    let mut got: Vec<String> = std::fs::read_to_string(&out).unwrap().lines().map(str::to_owned).collect();
-    got.sort();
+    drop_newest_checkpoint(&ckpt);
+    let got_summary = resume(&args, &["resuming after row 40000"]);
+    let got = sorted_lines(&out);
     assert!(got == want, "{} lines, {} uninterrupted", got.len(), want.len());
-    assert_eq!(summary(&o.stderr), want_summary);
+    assert_eq!(got_summary, want_summary);
     let _ = std::fs::remove_dir_all(&dir);
 }
 
@@ -278,12 +299,9 @@ fn resume_reopens_the_file_where_the_checkpoint_left_it() {
     let mut lines: Vec<String> = text.lines().map(str::to_owned).collect();
     lines[30_001] = "x".repeat(lines[30_001].len());
     std::fs::write(&events, lines.join("\n") + "\n").unwrap();
-    let o = Command::new(CEP).args(&args).arg("--resume").output().unwrap();
-    let stderr = String::from_utf8_lossy(&o.stderr);
-    assert!(o.status.success(), "{stderr}");
-    assert!(stderr.contains("resuming after row 50000"), "{stderr}");
+    let got_summary = resume(&args, &["resuming after row 50000"]);
     assert_eq!(std::fs::read_to_string(&out).unwrap(), want);
-    assert_eq!(summary(&o.stderr), want_summary);
+    assert_eq!(got_summary, want_summary);
     // From the start, the same file fails at that row.
     let o = Command::new(CEP).args(&args).output().unwrap();
     assert_eq!(o.status.code(), Some(2), "{}", String::from_utf8_lossy(&o.stderr));
@@ -358,22 +376,12 @@ fn resume_of_a_crlf_file_on_two_threads() {
     .concat();
     let want_summary = run_to_end(&args);
     // Two threads: the same lines, their order between keys aside.
-    let sorted = |path: &Path| {
-        let mut v: Vec<String> = std::fs::read_to_string(path).unwrap().lines().map(str::to_owned).collect();
-        v.sort();
-        v
-    };
-    let want = sorted(&out);
+    let want = sorted_lines(&out);
     assert!(want.len() > 40_000, "{} lines", want.len());
-    let mut files: Vec<PathBuf> = std::fs::read_dir(&ckpt).unwrap().map(|e| e.unwrap().path()).collect();
-    files.sort();
-    std::fs::remove_file(files.last().unwrap()).unwrap();
-    let o = Command::new(CEP).args(&args).arg("--resume").output().unwrap();
-    let stderr = String::from_utf8_lossy(&o.stderr);
-    assert!(o.status.success(), "{stderr}");
-    assert!(stderr.contains("resuming after row 28000"), "{stderr}");
-    assert!(sorted(&out) == want, "the resumed output differs");
-    assert_eq!(summary(&o.stderr), want_summary);
+    drop_newest_checkpoint(&ckpt);
+    let got_summary = resume(&args, &["resuming after row 28000"]);
+    assert!(sorted_lines(&out) == want, "the resumed output differs");
+    assert_eq!(got_summary, want_summary);
     let _ = std::fs::remove_dir_all(&dir);
 }
 
@@ -390,16 +398,10 @@ fn the_default_and_one_thread_resume_each_other() {
     assert_eq!(std::fs::read_to_string(&out).unwrap(), want, "--threads 1 and the default differ");
     for (first, then) in [(&args, &one), (&one, &args)] {
         run_to_end(first);
-        let mut kept: Vec<PathBuf> =
-            std::fs::read_dir(files[0].parent().unwrap()).unwrap().map(|e| e.unwrap().path()).collect();
-        kept.sort();
-        std::fs::remove_file(kept.last().unwrap()).unwrap();
-        let o = Command::new(CEP).args(then).arg("--resume").output().unwrap();
-        let stderr = String::from_utf8_lossy(&o.stderr);
-        assert!(o.status.success(), "{stderr}");
-        assert!(stderr.contains("resuming after row 50000"), "{stderr}");
+        drop_newest_checkpoint(files[0].parent().unwrap());
+        let got_summary = resume(then, &["resuming after row 50000"]);
         assert_eq!(std::fs::read_to_string(&out).unwrap(), want);
-        assert_eq!(summary(&o.stderr), want_summary);
+        assert_eq!(got_summary, want_summary);
     }
     let _ = std::fs::remove_dir_all(&dir);
 }

@@ -151,9 +151,8 @@ impl FlatEvents {
         for (h, e) in self.heads.iter().zip(events.iter_mut()) {
             let (fields, rest) = values.split_at(h.fields as usize);
             values = rest;
-            (e.ty, e.ts, e.row) = (h.ty, h.ts, h.row + row_base);
-            e.fields.clear();
-            e.fields.extend(fields.iter().map(|&w| Value::from_words(w)));
+            h.unpack(fields, e);
+            e.row += row_base;
         }
         &events[..n]
     }
@@ -162,11 +161,19 @@ impl FlatEvents {
     /// (reading the events in order: `at` is 0 for the first, and each call
     /// returns the next event's).
     pub fn read(&self, i: usize, at: usize, e: &mut Event) -> usize {
-        let h = self.heads[i];
+        let h = &self.heads[i];
         let end = at + h.fields as usize;
-        (e.ty, e.ts, e.row) = (h.ty, h.ts, h.row);
-        e.fields.clear();
-        e.fields.extend(self.values[at..end].iter().map(|&w| Value::from_words(w)));
+        h.unpack(&self.values[at..end], e);
         end
+    }
+}
+
+impl FlatHead {
+    /// Rebuilds its event, with field values `fields`, into `e`.
+    #[inline]
+    fn unpack(&self, fields: &[[u64; 2]], e: &mut Event) {
+        (e.ty, e.ts, e.row) = (self.ty, self.ts, self.row);
+        e.fields.clear();
+        e.fields.extend(fields.iter().map(|&w| Value::from_words(w)));
     }
 }

@@ -105,6 +105,14 @@ impl Parsed {
         self.sorted = true;
     }
 
+    /// Reads the next event of part `part` into `e`; `cursor` is where the
+    /// reading of that part stands (events and values read).
+    fn read_part(&self, part: usize, cursor: &mut (usize, usize), e: &mut Event) {
+        let (i, at) = cursor;
+        *at = self.parts[part].read(*i, *at, e);
+        *i += 1;
+    }
+
     /// Whether the block can be handed on whole: read partitioned, with
     /// events, all in `ts` order, and no bad row.
     fn whole(&self) -> bool {
@@ -208,9 +216,7 @@ impl PartedBlock {
         let mut cursors = vec![(0, 0); self.parts()];
         let mut e = Event::default();
         for &part in &self.parsed.order {
-            let (i, at) = &mut cursors[part as usize];
-            *at = self.parsed.parts[part as usize].read(*i, *at, &mut e);
-            *i += 1;
+            self.parsed.read_part(part as usize, &mut cursors[part as usize], &mut e);
             e.row += self.row_base;
             f(&e)?;
         }
@@ -479,18 +485,28 @@ impl ParallelReader {
             self.start(p);
             return None;
         }
-        let last = p.meta[p.len - 1];
-        self.last_line = self.line_base + last.line - 1;
-        self.position = InputPosition {
-            byte: last.after.byte,
-            row: self.row_base + last.after.row,
-            line: self.line_base + last.after.line - 1,
-        };
+        self.stand_after(p.meta[p.len - 1]);
         let row_base = self.row_base;
+        self.pass(&p);
+        Some(Arc::new(PartedBlock { parsed: p, row_base, free: self.free.clone() }))
+    }
+
+    /// The input stands after the current block's event whose place is `m`.
+    fn stand_after(&mut self, m: Meta) {
+        self.last_line = self.line_base + m.line - 1;
+        self.position = InputPosition {
+            byte: m.after.byte,
+            row: self.row_base + m.after.row,
+            line: self.line_base + m.after.line - 1,
+        };
+    }
+
+    /// Moves the row and line numbering past block `p`, done with, and lets
+    /// the cutter read another block.
+    fn pass(&mut self, p: &Parsed) {
         self.row_base += p.rows;
         self.line_base += p.lines;
         let _ = self.credits.try_recv();
-        Some(Arc::new(PartedBlock { parsed: p, row_base, free: self.free.clone() }))
     }
 
     /// Ends the block being delivered: the next starts where it ends. Its
@@ -498,9 +514,7 @@ impl ParallelReader {
     fn finish_block(&mut self) -> Option<ReadError> {
         let p = self.current.take().expect("a block");
         let fatal = p.fatal.clone().map(|e| self.renumber(e));
-        self.row_base += p.rows;
-        self.line_base += p.lines;
-        let _ = self.credits.try_recv();
+        self.pass(&p);
         let _ = self.free.send(p);
         if let Some(e) = &fatal {
             self.failed = Some(e.clone());
@@ -511,7 +525,8 @@ impl ParallelReader {
     /// Starts delivering block `p` event by event.
     fn start(&mut self, p: Parsed) {
         (self.next_event, self.next_error) = (0, 0);
-        self.cursors.fill((0, 0));
+        self.cursors.clear();
+        self.cursors.resize(p.parts.len(), (0, 0));
         self.current = Some(p);
     }
 }
@@ -547,21 +562,11 @@ impl EventSource for ParallelReader {
                     std::mem::swap(event, &mut p.events[k]);
                 } else {
                     let part = p.order[k] as usize;
-                    if self.cursors.len() < p.parts.len() {
-                        self.cursors.resize(p.parts.len(), (0, 0));
-                    }
-                    let (i, at) = &mut self.cursors[part];
-                    *at = p.parts[part].read(*i, *at, event);
-                    *i += 1;
+                    p.read_part(part, &mut self.cursors[part], event);
                 }
                 let m = p.meta[k];
                 event.row += self.row_base;
-                self.last_line = self.line_base + m.line - 1;
-                self.position = InputPosition {
-                    byte: m.after.byte,
-                    row: self.row_base + m.after.row,
-                    line: self.line_base + m.after.line - 1,
-                };
+                self.stand_after(m);
                 return Ok(true);
             }
             if let Some(e) = self.finish_block() {
@@ -818,15 +823,7 @@ mod tests {
         let mut e = Event::default();
         for _ in 0..limit {
             match src.next_event(&mut e) {
-                Ok(true) => got.push(format!(
-                    "row {} ts {} {:?} {:?} line {} at {:?}",
-                    e.row,
-                    e.ts,
-                    e.ty,
-                    e.fields,
-                    src.last_line(),
-                    src.position()
-                )),
+                Ok(true) => got.push(format!("{} {}", show(&e), at(src))),
                 Ok(false) => return true,
                 Err(err) => {
                     got.push(format!("error {err} row {:?} {:?}", err.row, err.kind));

@@ -769,26 +769,16 @@ pub fn parse_cell(text: &str, column: &str) -> Result<Value, String> {
     if cell.is_empty() {
         return Ok(Value::Null);
     }
-    csv_value(cell.as_bytes(), column, &mut StrCache::default())
+    let (cell, mut value) = (cell.as_bytes(), Value::Null);
+    lexeme_into(classify(cell), cell, column, &mut StrCache::default(), &mut value)?;
+    Ok(value)
 }
 
-/// Types one trimmed, non-empty field cell.
-fn csv_value(cell: &[u8], column: &str, strings: &mut StrCache) -> Result<Value, String> {
-    let mut v = Value::Null;
-    csv_value_into(cell, column, strings, &mut v)?;
-    Ok(v)
-}
-
-/// [`csv_value`] written straight into `out` (an event's field): returning
-/// a `Value` through a `Result` made the caller reload the two words just
-/// stored as one 16-byte load, which stalled store forwarding on every cell.
-fn csv_value_into(cell: &[u8], column: &str, strings: &mut StrCache, out: &mut Value) -> Result<(), String> {
-    lexeme_into(classify(cell), cell, column, strings, out)
-}
-
-/// [`csv_value_into`] once the cell is classified. (Out of line: the event
-/// reader stores an integer, the common case, itself, and calls this for the
-/// rest.)
+/// Types one trimmed, non-empty field cell, already classified, straight
+/// into `out` (an event's field: returning a `Value` through a `Result` made
+/// the caller reload the two words just stored as one 16-byte load, which
+/// stalled store forwarding on every cell). Out of line: the event reader
+/// stores an integer, the common case, itself, and calls this for the rest.
 #[inline(never)]
 fn lexeme_into(
     lexeme: Lexeme,
@@ -1996,8 +1986,9 @@ mod tests {
     #[test]
     fn packed_short_strings_are_distinct() {
         // Every string of up to 3 bytes over a small alphabet, then random
-        // ones of every short length: no two pack alike, and each packs to
-        // what it packed to before.
+        // ones of every short length: no two pack alike, and the cache gives
+        // each the interner's symbol, from its map and from its recent
+        // strings.
         let alphabet = [0u8, 1, b'a', b'b', 0xFF];
         let mut strings: Vec<Vec<u8>> = vec![Vec::new()];
         for len in 1..=3 {

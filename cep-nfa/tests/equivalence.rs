@@ -5,18 +5,13 @@
 
 mod support;
 
-use cep_core::{Match, TimeUnit, Value};
+use cep_core::{TimeUnit, Value};
 use cep_nfa::compile::{Options, compile_file};
 use cep_nfa::engine::Engine;
 use cep_nfa::reference::{self, RefMatch};
 use cep_nfa::syntax::parse;
 use proptest::prelude::*;
-use support::{Case, arb_case};
-
-fn to_ref(m: Match) -> RefMatch {
-    let vars = m.vars().map(|v| v.to_vec()).collect();
-    RefMatch { key: m.key, start: m.start, end: m.end, vars }
-}
+use support::{Case, arb_case, to_ref};
 
 fn check(case: &Case) -> Result<(), TestCaseError> {
     let file = parse(&case.query).map_err(|d| TestCaseError::fail(format!("parse: {}", d.render(&case.query, "q"))))?;

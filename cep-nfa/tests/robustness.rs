@@ -28,10 +28,12 @@
 mod corpus_check;
 mod support;
 
+use support::to_ref;
+
 use std::ops::ControlFlow;
 use std::sync::OnceLock;
 
-use cep_core::{Event, Match, Schema, Sym, TimeUnit, Value};
+use cep_core::{Event, Schema, Sym, TimeUnit, Value};
 use cep_nfa::compile::{Options, compile, compile_file, plan};
 use cep_nfa::corpus::Case;
 use cep_nfa::diag::Diagnostic;
@@ -475,10 +477,6 @@ fn build_events(start: i64, specs: &[EventSpec], types: &[String], fields: usize
     (events, advances)
 }
 
-fn to_ref(m: &Match) -> RefMatch {
-    RefMatch { key: m.key, start: m.start, end: m.end, vars: m.vars().map(<[u64]>::to_vec).collect() }
-}
-
 fn sorted(mut v: Vec<RefMatch>) -> Vec<RefMatch> {
     v.sort_by(|a, b| (a.end, a.start, &a.vars, a.key.to_string()).cmp(&(b.end, b.start, &b.vars, b.key.to_string())));
     v
@@ -506,7 +504,7 @@ fn run_engine(prog: Program<Event>, events: &[Event], wms: &[Option<i64>], cap: 
             let mut line = String::new();
             m.write_json(&mut line, &name, &names);
             assert!(line.ends_with("\"}"), "{line}");
-            out.push(to_ref(&m));
+            out.push(to_ref(m));
         }
     };
     for (e, wm) in events.iter().zip(wms) {
@@ -536,12 +534,12 @@ fn run_batched(prog: Program<Event>, events: &[Event], wms: &[Option<i64>], cap:
             if let Some(wm) = wms[i] {
                 engine.advance(wm);
             }
-            out.extend(engine.drain().map(|m| to_ref(&m)));
+            out.extend(engine.drain().map(to_ref));
             from = i + 1;
         }
     }
     engine.finish();
-    out.extend(engine.drain().map(|m| to_ref(&m)));
+    out.extend(engine.drain().map(to_ref));
     assert_eq!(engine.stats().nodes, 0, "buffer not empty after finish");
     out
 }
@@ -564,7 +562,7 @@ fn run_stack(
         let mut n = 0;
         engine
             .push_until(e, &mut |m| {
-                out.push(to_ref(&m.to_match()));
+                out.push(to_ref(m.to_match()));
                 n += 1;
                 if cap.is_some() && n >= PER_EVENT { ControlFlow::Break(()) } else { ControlFlow::Continue(()) }
             })
@@ -572,10 +570,10 @@ fn run_stack(
         if let Some(wm) = wm {
             engine.advance(*wm);
         }
-        out.extend(engine.drain().map(|m| to_ref(&m)));
+        out.extend(engine.drain().map(to_ref));
     }
     engine.finish();
-    out.extend(engine.drain().map(|m| to_ref(&m)));
+    out.extend(engine.drain().map(to_ref));
     out
 }
 

@@ -7,18 +7,15 @@
 
 mod support;
 
-use cep_core::{Event, Match, Schema, TimeUnit};
+use support::to_ref;
+
+use cep_core::{Event, Schema, TimeUnit};
 use cep_nfa::compile::{Options, compile_file};
 use cep_nfa::engine::Engine;
 use cep_nfa::reference::{self, RefMatch};
 use cep_nfa::stack::{Construction, StackEngine, qualifies};
 use cep_nfa::syntax::parse;
 use proptest::prelude::*;
-
-fn to_ref(m: Match) -> RefMatch {
-    let vars = m.vars().map(|v| v.to_vec()).collect();
-    RefMatch { key: m.key, start: m.start, end: m.end, vars }
-}
 
 /// A qualifying query over types A, B, C and fields k, x, y.
 fn arb_query() -> impl Strategy<Value = String> {

@@ -573,10 +573,16 @@ impl Runner {
         let _ = self.watermark.observe(last);
         let before = self.summary.events;
         self.summary.events += n;
+        self.sample_since(before);
+        true
+    }
+
+    /// Samples the statistics if the event count has passed a multiple of
+    /// [`STATS_SAMPLE`] since it was `before`.
+    fn sample_since(&mut self, before: u64) {
         if before / STATS_SAMPLE != self.summary.events / STATS_SAMPLE {
             let _ = self.sample();
         }
-        true
     }
 
     /// Counts an event given to the engines (or forwarded), sampling the
@@ -667,9 +673,7 @@ impl Runner {
             self.engines[0].push_batch(chunk).map_err(|(_, late)| late).expect("the runner orders events");
             emit(0, &mut self.engines[0], &self.infos, &mut self.summary, sink)?;
         }
-        if before / STATS_SAMPLE != self.summary.events / STATS_SAMPLE {
-            let _ = self.sample();
-        }
+        self.sample_since(before);
         Ok(())
     }
 

@@ -61,9 +61,9 @@
 //! [`ParallelReader::open_partitioned`](cep_core::parallel::ParallelReader::open_partitioned)):
 //! [`ShardedRunner::push_block`] then sends the whole block to every shard,
 //! each running its own part, and the calling thread does nothing per
-//! event. At most three blocks are held by the shards at a
-//! time (each shard says when it is done with one), so that the parsers
-//! write into memory the caches still hold.
+//! event. A shard holds at most three blocks at a time (it says when it is
+//! done with one), so that the parsers write into memory the caches still
+//! hold.
 //!
 //! Matches are the same multiset as on one thread; their order between
 //! shards is not (within a key it is).
@@ -154,8 +154,9 @@ const BATCH: usize = 4096;
 /// that a shard the scheduler sets aside for a few milliseconds does not
 /// stall the reader — and with it the other shards.
 const IN_FLIGHT: usize = 16;
-/// Blocks ([`ShardedRunner::push_block`]) sent and not yet done by every
-/// shard: few, as a block's events stay where its parser thread wrote them
+/// Blocks ([`ShardedRunner::push_block`]) a shard may hold, sent and not
+/// yet done with (a block's memory goes back to the parsers when the slowest
+/// shard is done with it): few, as a block's events stay where its parser thread wrote them
 /// until the shards have run them, and more blocks ahead only spread the
 /// events over more memory than the caches hold.
 const BLOCKS_IN_FLIGHT: usize = 3;
@@ -223,8 +224,8 @@ enum FromShard {
     Snapshot(usize, Box<RunnerSnapshot>),
     /// The shard stopped on an error.
     Failed(String),
-    /// The shard is done with a block (and has dropped it).
-    BlockDone,
+    /// Shard `i` is done with a block (and has dropped it).
+    BlockDone(usize),
 }
 
 /// The runtime on `n` shard threads (see the [module](self) docs).
@@ -266,8 +267,9 @@ pub struct ShardedRunner {
     /// Output bytes written so far.
     written: u64,
     clock: Clock,
-    /// Blocks sent, oldest first, until every shard is done with them.
-    blocks: std::collections::VecDeque<Arc<PartedBlock>>,
+    /// Per shard, the blocks sent to it that it has not said it is done
+    /// with.
+    blocks_held: Vec<usize>,
 }
 
 impl std::fmt::Debug for ShardedRunner {
@@ -317,7 +319,7 @@ impl ShardedRunner {
             failed: None,
             written: 0,
             clock: Clock::new(FLUSH_AFTER),
-            blocks: std::collections::VecDeque::new(),
+            blocks_held: vec![0; n],
         }
     }
 
@@ -436,7 +438,7 @@ impl ShardedRunner {
         match whole {
             Some(mask) if self.front.forward_block(block.first_ts(), block.last_ts(), block.len() as u64) => {
                 self.wait_for_blocks(BLOCKS_IN_FLIGHT - 1, out)?;
-                self.blocks.push_back(Arc::clone(&block));
+                self.blocks_held.iter_mut().for_each(|held| *held += 1);
                 let sent = self.batches.send_block(block, mask).map_err(PushError::Io);
                 self.pushed(sent, out)
             }
@@ -444,25 +446,17 @@ impl ShardedRunner {
         }
     }
 
-    /// Waits until at most `n` blocks sent are still held by a shard,
-    /// writing the output meanwhile.
+    /// Waits until no shard holds more than `n` blocks, writing the output
+    /// meanwhile.
     fn wait_for_blocks(&mut self, n: usize, out: &mut impl Write) -> Result<(), PushError> {
-        loop {
-            while self.blocks.front().is_some_and(|b| Arc::strong_count(b) == 1) {
-                self.blocks.pop_front(); // back to the reader
-            }
-            if self.blocks.len() <= n {
-                return Ok(());
-            }
-            // Each shard says when it is done with a block.
+        // Each shard says when it is done with a block (`take`).
+        while self.blocks_held.iter().any(|&held| held > n) && self.failed.is_none() {
             match self.rx.recv() {
                 Ok(msg) => self.take(msg, out)?,
-                Err(_) => return Ok(()),
-            }
-            if self.failed.is_some() {
-                return Ok(()); // the error comes with the next send
+                Err(_) => break,
             }
         }
+        Ok(()) // a shard's error comes with the next send
     }
 
     /// Moves the watermark (see [`Runner::advance_watermark`]); every shard
@@ -584,7 +578,6 @@ impl ShardedRunner {
                 Err(_) => break,
             }
         }
-        self.blocks.clear();
         for h in &mut self.handles {
             if let Some(h) = h.take()
                 && h.join().is_err()
@@ -651,7 +644,7 @@ impl ShardedRunner {
             FromShard::Failed(why) => {
                 self.failed.get_or_insert(why);
             }
-            FromShard::BlockDone => {}
+            FromShard::BlockDone(i) => self.blocks_held[i] -= 1,
         }
         Ok(())
     }
@@ -842,17 +835,25 @@ impl Batcher {
     /// waiting while a shard's channel is full.
     fn send(&mut self, wm: Timestamp) -> io::Result<()> {
         self.len = 0;
-        for (s, tx) in self.txs.iter().enumerate() {
+        for s in 0..self.txs.len() {
             let pool = &mut self.pool[s];
             let i = free_batch(pool);
             let batch = Arc::get_mut(&mut pool[i]).expect("no shard holds a free batch");
             std::mem::swap(batch, &mut self.filling[s]);
             batch.wm = wm;
             self.filling[s].clear();
-            if tx.send(ToShard::Batch(Arc::clone(&pool[i]))).is_err() {
-                self.stopped = true;
-                return Err(io::Error::other(format!("shard {s} stopped")));
-            }
+            let batch = ToShard::Batch(Arc::clone(&pool[i]));
+            self.deliver(s, batch)?;
+        }
+        Ok(())
+    }
+
+    /// Sends `msg` to shard `s`; an error if the shard has stopped (its
+    /// receiver is gone).
+    fn deliver(&mut self, s: usize, msg: ToShard) -> io::Result<()> {
+        if self.txs[s].send(msg).is_err() {
+            self.stopped = true;
+            return Err(io::Error::other(format!("shard {s} stopped")));
         }
         Ok(())
     }
@@ -867,11 +868,8 @@ impl Batcher {
             self.send(self.released_ts)?;
         }
         self.released_ts = block.last_ts();
-        for (s, tx) in self.txs.iter().enumerate() {
-            if tx.send(ToShard::Block(Arc::clone(&block), mask, self.released_ts)).is_err() {
-                self.stopped = true;
-                return Err(io::Error::other(format!("shard {s} stopped")));
-            }
+        for s in 0..self.txs.len() {
+            self.deliver(s, ToShard::Block(Arc::clone(&block), mask, self.released_ts))?;
         }
         Ok(())
     }
@@ -964,7 +962,7 @@ impl Shard {
             }
             self.send_output(&mut sink);
             if was_block {
-                let _ = self.out.send(FromShard::BlockDone);
+                let _ = self.out.send(FromShard::BlockDone(self.me));
             }
             if finish {
                 let done = FromShard::Done(self.me, self.runner.summary().clone(), self.runner.stats());

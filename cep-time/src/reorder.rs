@@ -185,18 +185,11 @@ impl<E> ReorderBuffer<E> {
             (None, Some(_)) => false,
             (None, None) => return None,
         };
-        let wm = self.watermark.get();
-        let held = if from_run {
-            if self.run.front()?.ts > wm {
-                return None;
-            }
-            self.run.pop_front()?
-        } else {
-            if self.heap.peek()?.ts > wm {
-                return None;
-            }
-            self.heap.pop()?
-        };
+        let front = if from_run { self.run.front() } else { self.heap.peek() };
+        if front?.ts > self.watermark.get() {
+            return None;
+        }
+        let held = if from_run { self.run.pop_front() } else { self.heap.pop() }?;
         Some((held.ts, held.event))
     }
 

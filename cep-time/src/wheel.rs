@@ -527,18 +527,12 @@ impl<T: Copy> TimerWheel<T> {
         list.tail = block;
     }
 
-    /// Frees index `index`, on no list any more.
-    #[inline]
-    fn push_free(&mut self, index: u32) {
-        self.free.insert(index);
-    }
-
     /// Fires live timer `index` (already off its list): frees the index and
     /// returns the deadline and the value.
     #[inline]
     fn release(&mut self, index: u32) -> (Timestamp, T) {
         self.set_alive(index, false);
-        self.push_free(index);
+        self.free.insert(index);
         let entry = self.entries[index as usize];
         (from_key(entry.key), entry.value)
     }
@@ -555,7 +549,7 @@ impl<T: Copy> TimerWheel<T> {
                     each(self, index);
                 } else {
                     self.tombstones -= 1;
-                    self.push_free(index);
+                    self.free.insert(index);
                 }
             }
         }

@@ -103,13 +103,7 @@ impl<R: BufRead> CsvRecords<R> {
         visit: impl FnOnce(&[u8], &[(usize, usize)], u64) -> T,
     ) -> Result<Option<T>, Fatal> {
         loop {
-            let buf = match self.src.fill_buf() {
-                Ok(buf) => buf,
-                Err(e) => {
-                    read_error(e, self.lines + 1)?;
-                    continue;
-                }
-            };
+            let Some(buf) = filled(&mut self.src, self.lines + 1)? else { continue };
             if buf.is_empty() {
                 return Ok(None);
             }
@@ -145,13 +139,7 @@ impl<R: BufRead> CsvRecords<R> {
             (self.data, self.ends) = (vec![0; 256], vec![0; 16]);
         }
         loop {
-            let buf = match self.src.fill_buf() {
-                Ok(buf) => buf,
-                Err(e) => {
-                    read_error(e, self.lines + 1)?;
-                    continue;
-                }
-            };
+            let Some(buf) = filled(&mut self.src, self.lines + 1)? else { continue };
             let (allowed, too_long) = within_limit(buf, self.line_len, self.lines + 1, self.max_line);
             if allowed == 0
                 && let Some(at) = too_long
@@ -268,6 +256,18 @@ fn split_line(buf: &[u8], max: usize, cells: &mut Vec<(usize, usize)>) -> Option
         }
     }
     None
+}
+
+/// The buffer of `src`, or `None` after an interrupted read (the caller
+/// tries again); another error is fatal, on `line`. (No retry loop here: a
+/// function returning the buffer from one does not pass today's borrow
+/// checker.)
+#[inline]
+fn filled<R: BufRead>(src: &mut R, line: u64) -> Result<Option<&[u8]>, Fatal> {
+    match src.fill_buf() {
+        Ok(buf) => Ok(Some(buf)),
+        Err(e) => read_error(e, line).map(|()| None),
+    }
 }
 
 /// An error of the input on `line`: fatal, except an interrupted read (the

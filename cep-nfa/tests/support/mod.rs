@@ -14,6 +14,12 @@
 
 #![allow(dead_code)]
 
+/// A match in the reference matcher's terms, to compare engines with it.
+pub fn to_ref(m: Match) -> RefMatch {
+    let vars = m.vars().map(|v| v.to_vec()).collect();
+    RefMatch { key: m.key, start: m.start, end: m.end, vars }
+}
+
 /// The rise / spike / quiet query of LANGUAGE.md §7, word for word.
 pub const RISE_SPIKE: &str = "QUERY rise_spike
 PATTERN SEQ(Tick r, Tick s WITHIN 60 s, NOT Tick v WITHIN 10 s)
@@ -24,7 +30,8 @@ WHERE skip-till-next-match
   AND v.price * 100 <= s.price * 99
 SELECT EARLIEST;";
 
-use cep_core::{Event, Schema, Sym, Value};
+use cep_core::{Event, Match, Schema, Sym, Value};
+use cep_nfa::reference::RefMatch;
 use proptest::prelude::*;
 use proptest::strategy::{BoxedStrategy, Union};
 

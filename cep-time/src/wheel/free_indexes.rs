@@ -39,8 +39,8 @@ impl FreeIndexes {
     /// Makes room for index `index` (and all below it), as a non-member.
     pub(super) fn reserve(&mut self, index: u32) {
         let words = index as usize / 64 + 1;
-        while self.levels[0].len() < words {
-            self.levels[0].push(0);
+        if self.levels[0].len() < words {
+            self.levels[0].resize(words, 0);
         }
         // Each level above needs a bit per word of the one below; a level of
         // more than one word gets a new level above it, whose bits say which
