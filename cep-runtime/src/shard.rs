@@ -139,8 +139,11 @@ fn str_hash(s: Sym) -> u64 {
 }
 
 thread_local! {
-    /// [`shard_cached`]'s cache for [`ShardedRunner::partition`], per parser
-    /// thread: the stable hash of each string key by symbol number.
+    /// [`shard_cached`]'s cache, per thread (the reader's, or each parser
+    /// thread's for [`ShardedRunner::partition`]): the stable hash of each
+    /// string key by symbol number (0: not yet computed), so that routing a
+    /// string key takes the interner's lock once per distinct string, not
+    /// once per event.
     static STR_HASHES: std::cell::RefCell<Vec<u64>> = const { std::cell::RefCell::new(Vec::new()) };
 }
 
@@ -414,13 +417,7 @@ impl ShardedRunner {
         let (field, _) = self.batches.routes.single()?;
         let shards = self.handles.len();
         Some(Partition::new(shards, move |e: &Event| {
-            let key = e.fields.get(field as usize).unwrap_or(&Value::Null);
-            match key {
-                // String keys through the parser thread's cache of their
-                // hashes (the text is behind the interner's lock).
-                Value::Str(_) => STR_HASHES.with(|cache| shard_cached(&mut cache.borrow_mut(), key, shards)),
-                _ => shard_of(key, shards),
-            }
+            shard_cached(e.fields.get(field as usize).unwrap_or(&Value::Null), shards)
         }))
     }
 
@@ -703,10 +700,6 @@ struct Routes {
     always: u64,
     /// Per key field: the queries (and maybe [`LEVELS_BIT`]) keyed by it.
     by_field: Vec<(FieldId, u64)>,
-    /// The stable hashes of string keys by symbol number (0: not yet
-    /// computed), so that routing a string key takes the interner's lock
-    /// once per distinct string, not once per event.
-    str_hashes: Vec<u64>,
 }
 
 impl Routes {
@@ -714,7 +707,7 @@ impl Routes {
     /// query) and the level alerts by `level_key`, so that each field is
     /// hashed once per event.
     fn new(keys: &[Option<FieldId>], level_key: Option<FieldId>) -> Routes {
-        let mut routes = Routes { always: 0, by_field: Vec::new(), str_hashes: Vec::new() };
+        let mut routes = Routes { always: 0, by_field: Vec::new() };
         let bits = keys.iter().enumerate().map(|(q, k)| (*k, 1u64 << q));
         for (key, bit) in bits.chain(level_key.map(|f| (Some(f), LEVELS_BIT))) {
             match key {
@@ -740,40 +733,40 @@ impl Routes {
     /// When every query (and the level alerts) is keyed by one field — the
     /// common case — the one shard `e` goes to among `shards`, and its mask.
     #[inline]
-    fn one_shard(&mut self, e: &Event, shards: usize) -> Option<(usize, u64)> {
-        match self.by_field[..] {
-            [(f, bits)] if self.always == 0 => {
-                let key = e.fields.get(f as usize).unwrap_or(&Value::Null);
-                Some((shard_cached(&mut self.str_hashes, key, shards), bits))
-            }
-            _ => None,
-        }
+    fn one_shard(&self, e: &Event, shards: usize) -> Option<(usize, u64)> {
+        let (f, bits) = self.single()?;
+        Some((shard_cached(e.fields.get(f as usize).unwrap_or(&Value::Null), shards), bits))
     }
 
     /// Fills `masks` (one per shard) with the queries `e` is for there.
     #[inline]
-    fn masks(&mut self, e: &Event, masks: &mut [u64]) {
+    fn masks(&self, e: &Event, masks: &mut [u64]) {
         masks.fill(0);
         masks[0] = self.always;
         for &(f, bits) in &self.by_field {
             let key = e.fields.get(f as usize).unwrap_or(&Value::Null);
-            masks[shard_cached(&mut self.str_hashes, key, masks.len())] |= bits;
+            masks[shard_cached(key, masks.len())] |= bits;
         }
     }
 }
 
-/// [`shard_of`], with string hashes kept in `cache` by symbol number.
+/// [`shard_of`], with string hashes kept in this thread's cache
+/// ([`STR_HASHES`]) by symbol number.
 #[inline(always)]
-fn shard_cached(cache: &mut Vec<u64>, key: &Value, shards: usize) -> usize {
+fn shard_cached(key: &Value, shards: usize) -> usize {
     let Value::Str(s) = key else { return shard_of(key, shards) };
     let i = s.index() as usize;
-    if cache.len() <= i {
-        cache.resize(i + 1, 0);
-    }
-    if cache[i] == 0 {
-        cache[i] = str_hash(*s);
-    }
-    reduce(cache[i], shards)
+    let hash = STR_HASHES.with(|cache| {
+        let mut cache = cache.borrow_mut();
+        if cache.len() <= i {
+            cache.resize(i + 1, 0);
+        }
+        if cache[i] == 0 {
+            cache[i] = str_hash(*s);
+        }
+        cache[i]
+    });
+    reduce(hash, shards)
 }
 
 /// The reader's side of the batches: the front's sink, which routes each
@@ -826,9 +819,7 @@ impl Batcher {
     /// Routes by the queries as they are now (after one was added or
     /// removed; the batches sent before carry the masks of before).
     fn reroute(&mut self) {
-        let hashes = std::mem::take(&mut self.routes.str_hashes);
         self.routes = Routes::new(&self.keys, self.level_key);
-        self.routes.str_hashes = hashes;
     }
 
     /// Sends every shard its batch (maybe empty) and the watermark `wm`,
@@ -1044,15 +1035,14 @@ mod tests {
 
     #[test]
     fn cached_string_routes_agree_with_shard_of() {
-        let mut cache = Vec::new();
         for i in 0..200 {
             let key = if i % 3 == 0 { Value::Int(i) } else { Value::Str(Sym::new(&format!("key{i}"))) };
             for shards in [1, 2, 3, 4, 7] {
                 // Twice: computed, then from the cache.
-                assert_eq!(shard_cached(&mut cache, &key, shards), shard_of(&key, shards), "{key:?}");
-                assert_eq!(shard_cached(&mut cache, &key, shards), shard_of(&key, shards), "{key:?}");
+                assert_eq!(shard_cached(&key, shards), shard_of(&key, shards), "{key:?}");
+                assert_eq!(shard_cached(&key, shards), shard_of(&key, shards), "{key:?}");
             }
         }
-        assert!(cache.iter().filter(|&&h| h != 0).count() >= 133);
+        assert!(STR_HASHES.with(|cache| cache.borrow().iter().filter(|&&h| h != 0).count()) >= 133);
     }
 }
