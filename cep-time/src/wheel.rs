@@ -35,14 +35,16 @@
 //!
 //! Cancel is lazy: it leaves the timer's index on its list as a
 //! *tombstone*, marked in a bitmap of live indexes (128 KB per million
-//! timers) that firing and cascading consult; a list is compacted in place
-//! once half of it is tombstones. Cancel reads no entry and no neighbour (a
-//! doubly linked list would touch three entries, two of them only after the
-//! first arrives: with a million live timers each is a cache miss): it
-//! checks the handle's generation, finds the list from the deadline the
-//! handle carries, and the work it defers, at most two indexes scanned per
-//! cancel, reads the bitmap, not the entries. Arming only writes, never
-//! reads, so it does not wait for cache misses either.
+//! timers) that firing and cascading consult. Once the tombstones are as many
+//! as the live timers were at the last compaction or `advance_to`, every list
+//! is compacted in place. Cancel reads no entry and no neighbour (a doubly
+//! linked list would touch three entries, two of them only after the first
+//! arrives: with a million live timers each is a cache miss), and not even
+//! the timer's list: it checks the handle's generation, clears the timer's
+//! bit and counts a tombstone, about 30 instructions, so that many cancels'
+//! cache misses overlap. The work it defers, at most two indexes scanned
+//! per cancel (and one per arm), reads the bitmap, not the entries. Arming
+//! only writes, never reads, so it does not wait for cache misses either.
 //!
 //! A [`TimerId`] carries the index, the deadline and a generation, the
 //! number of timers armed before it (modulo 2³²), kept per index in a `Vec`
@@ -77,6 +79,9 @@ const SLOTS: usize = 1 << BITS;
 const LEVELS: usize = 11;
 /// The list index of the "past" list (after the `LEVELS * SLOTS` slot lists).
 const PAST: usize = LEVELS * SLOTS;
+/// The fewest tombstones that trigger a compaction (so a wheel of a few
+/// timers does not sweep its lists on every other cancel).
+const MIN_COMPACT: usize = 64;
 
 /// Maps a timestamp onto an order-preserving `u64` key (`i64::MIN` → 0).
 #[inline]
@@ -117,8 +122,8 @@ fn slot_start(elapsed: u64, level: usize, slot: usize) -> u64 {
 
 /// A handle to a timer in a [`TimerWheel`]: its index, its generation (the
 /// wheel's count of timers armed before it, modulo 2³²), so a stale handle
-/// is detected, and its deadline, so that cancel finds the timer's list
-/// without reading its entry.
+/// is detected, and its deadline ([`TimerId::deadline`]), which the owner
+/// can read without asking the wheel.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub struct TimerId {
     index: u32,
@@ -166,10 +171,9 @@ struct List {
     head: u32,
     tail: u32,
     len: u32,
-    tombstones: u32,
 }
 
-const EMPTY: List = List { head: NIL, tail: NIL, len: 0, tombstones: 0 };
+const EMPTY: List = List { head: NIL, tail: NIL, len: 0 };
 
 /// A list detached from its slot, consumed block by block.
 struct Chain {
@@ -212,12 +216,16 @@ pub struct TimerWheel<T> {
     alive: Vec<u64>,
     /// The indexes on no list, to reuse, smallest first.
     free: FreeIndexes,
-    /// Compaction's list of the tombstones it frees (kept to reuse its
-    /// memory).
+    /// Compaction's list of the tombstones it frees, collected over all
+    /// lists and freed at once (kept to reuse its memory).
     freed: Vec<u32>,
     /// Tombstones on all lists. The live timers are the indexes neither free
     /// nor tombstones, so arming updates no count of its own.
     tombstones: usize,
+    /// Cancel compacts every list when `tombstones` reaches this: the live
+    /// timers after the last compaction or `advance_to`, at least
+    /// `MIN_COMPACT`.
+    compact_at: usize,
     /// The generation of the next timer armed.
     next_generation: u32,
     /// `LEVELS * SLOTS` slot lists, then the past list.
@@ -256,6 +264,7 @@ impl<T: Copy> TimerWheel<T> {
             free: FreeIndexes::new(),
             freed: Vec::new(),
             tombstones: 0,
+            compact_at: MIN_COMPACT,
             next_generation: 0,
             lists: vec![EMPTY; PAST + 1].into_boxed_slice(),
             blocks: Vec::new(),
@@ -268,7 +277,13 @@ impl<T: Copy> TimerWheel<T> {
 
     /// The number of live (armed, not fired, not cancelled) timers.
     pub fn len(&self) -> usize {
-        self.entries.len() - self.free.len() - self.tombstones
+        self.on_lists() - self.tombstones
+    }
+
+    /// The indexes on lists: live timers and tombstones.
+    #[inline]
+    fn on_lists(&self) -> usize {
+        self.entries.len() - self.free.len()
     }
 
     /// Whether no timer is live.
@@ -328,14 +343,16 @@ impl<T: Copy> TimerWheel<T> {
     /// if it has already fired or been cancelled).
     ///
     /// Cancel reads the timer's generation and its bit in the bitmap of live
-    /// indexes, and finds its list from the deadline in the handle (a timer's
-    /// list is a function of its deadline and the wheel's position), so it
-    /// does not read the entry. The index stays on the list as a
-    /// *tombstone*, which firing and cascading skip, and a list is compacted
-    /// (tombstones dropped, order kept) once half of it is tombstones, so
-    /// each cancel pays for at most two indexes scanned later, and those
-    /// look-ups are independent of one another (a scan of a `Vec` against a
-    /// bitmap, not a pointer chase).
+    /// indexes, clears the bit and counts a tombstone: it reads neither the
+    /// entry nor the list. The index stays on its list as a *tombstone*,
+    /// which firing and cascading skip. Once the tombstones number the live
+    /// timers of the last compaction or `advance_to` (at least 64), every
+    /// list is compacted (tombstones dropped, order kept). That scan covers at
+    /// most twice the tombstones plus the timers armed since, so each cancel
+    /// pays for at most two indexes scanned and each arm for one, and those
+    /// look-ups are independent of one another (a scan of the lists' blocks
+    /// against a bitmap, not a pointer chase). The cancel that triggers it
+    /// takes time in proportion to the timers on lists.
     #[inline]
     pub fn cancel(&mut self, id: TimerId) -> bool {
         match self.generations.get(id.index as usize) {
@@ -344,11 +361,8 @@ impl<T: Copy> TimerWheel<T> {
         }
         self.set_alive(id.index, false);
         self.tombstones += 1;
-        let list_index = self.list_of(id.key);
-        let list = &mut self.lists[list_index];
-        list.tombstones += 1;
-        if 2 * list.tombstones >= list.len {
-            self.compact(list_index);
+        if self.tombstones >= self.compact_at {
+            self.compact_all();
         }
         true
     }
@@ -412,6 +426,7 @@ impl<T: Copy> TimerWheel<T> {
     /// watermark jumps.
     pub fn advance_to(&mut self, watermark: Timestamp, out: &mut Vec<(Timestamp, T)>) {
         self.advance_key(to_key(watermark), out);
+        self.compact_at = self.len().max(MIN_COMPACT);
     }
 
     /// The end of the input (watermark +∞): appends every live timer to `out`
@@ -567,19 +582,40 @@ impl<T: Copy> TimerWheel<T> {
         self.drain_list(list_index, |wheel, index| wheel.file(index, wheel.entries[index as usize].key));
     }
 
-    /// Drops the tombstones of list `list_index` in place, keeping the
-    /// order of the rest, and frees the blocks it no longer needs. (Out of
-    /// line: it runs once per many cancels, which stay small enough to
+    /// Drops every tombstone, list by list (see [`compact`](Self::compact)),
+    /// and frees their indexes at once. Cancel calls it when the tombstones
+    /// reach `compact_at` (see [`cancel`](Self::cancel) for its cost). (Out
+    /// of line: it runs once per many cancels, which stay small enough to
     /// inline.)
     #[inline(never)]
+    fn compact_all(&mut self) {
+        for level in 0..LEVELS {
+            let mut slots = self.occupied[level];
+            while slots != 0 {
+                self.compact(level * SLOTS + slots.trailing_zeros() as usize);
+                slots &= slots - 1;
+            }
+        }
+        if self.lists[PAST].len != 0 {
+            self.compact(PAST);
+        }
+        debug_assert_eq!(self.freed.len(), self.tombstones, "every tombstone is on a list");
+        self.tombstones = 0;
+        self.free.insert_many(&self.freed);
+        self.freed.clear();
+        self.compact_at = self.len().max(MIN_COMPACT);
+    }
+
+    /// Drops the tombstones of list `list_index` in place, keeping the
+    /// order of the rest, and frees the blocks it no longer needs.
     fn compact(&mut self, list_index: usize) {
         let list = self.lists[list_index];
         let (mut read, mut write, mut at) = (list.head, list.head, 0);
-        let (mut left, mut kept, mut freed) = (list.len as usize, 0, 0);
+        let (mut left, mut kept) = (list.len as usize, 0);
+        // The tombstones go after those of the lists compacted before.
         let mut tombstones = std::mem::take(&mut self.freed);
-        if tombstones.len() < left {
-            tombstones.resize(left, 0);
-        }
+        let mut freed = tombstones.len();
+        tombstones.resize(freed + left, 0);
         // The write position never passes the read position, and each block
         // is copied before it is read, so writing in place is safe. Live
         // indexes and tombstones are interleaved at random, so the inner loop
@@ -604,12 +640,7 @@ impl<T: Copy> TimerWheel<T> {
             left -= used;
             read = next;
         }
-        // Cancel counted them on the list it computed from the deadline.
-        debug_assert_eq!(freed, list.tombstones as usize, "tombstones counted on list {list_index}");
-        self.tombstones -= freed;
-        for &index in &tombstones[..freed] {
-            self.free.insert(index);
-        }
+        tombstones.truncate(freed);
         self.freed = tombstones;
         // Keep the blocks holding `kept` indexes; free the rest.
         let mut tail = NIL;
@@ -626,7 +657,7 @@ impl<T: Copy> TimerWheel<T> {
             block = self.next_blocks[block as usize];
         }
         let head = if kept == 0 { NIL } else { list.head };
-        self.lists[list_index] = List { head, tail, len: kept as u32, tombstones: 0 };
+        self.lists[list_index] = List { head, tail, len: kept as u32 };
         if kept == 0 && list_index != PAST {
             self.occupied[list_index / SLOTS] &= !(1 << (list_index % SLOTS));
         }
@@ -868,7 +899,13 @@ mod tests {
         let mut w = TimerWheel::new();
         let a = w.insert(5, 'a');
         assert!(w.cancel(a));
-        let b = w.insert(6, 'b'); // reuses a's entry
+        // Enough cancels to compact, which frees a's index.
+        for _ in 1..MIN_COMPACT {
+            let filler = w.insert(5, 'f');
+            assert!(w.cancel(filler));
+        }
+        assert_eq!(w.len(), 0);
+        let b = w.insert(6, 'b'); // reuses a's entry (the smallest free)
         assert_eq!(a.index, b.index);
         assert!(!w.contains(a) && w.contains(b));
         assert!(!w.cancel(a));
@@ -981,6 +1018,8 @@ mod model_tests {
         Insert(i64),
         /// Cancel the n-th handle ever returned (modulo), live or stale.
         Cancel(usize),
+        /// Cancel the first live timer from the n-th handle on (cyclically).
+        CancelLive(usize),
         Advance(i64),
     }
 
@@ -1024,7 +1063,15 @@ mod model_tests {
                     assert_eq!(wheel.cancel(ids[n]), live, "cancel {n}");
                     assert!(!wheel.contains(ids[n]));
                 }
-                Op::Cancel(_) => {}
+                Op::CancelLive(n) if !model.live.is_empty() => {
+                    let n = (0..ids.len())
+                        .map(|k| (n + k) % ids.len())
+                        .find(|&k| model.live.contains_key(&(k as u64)))
+                        .expect("a live timer");
+                    model.cancel(n as u64);
+                    assert!(wheel.cancel(ids[n]), "cancel live {n}");
+                }
+                Op::Cancel(_) | Op::CancelLive(_) => {}
                 Op::Advance(wm) => {
                     wheel.advance_to(wm, &mut got);
                     model.advance(Some(wm), &mut want);
@@ -1053,9 +1100,36 @@ mod model_tests {
         proptest::collection::vec(op, 0..1500)
     }
 
+    /// Cancels of live timers outnumber arms and advances are rare, so the
+    /// tombstones reach the live count and every list is compacted, often
+    /// several times a run (lists of one block and of many, tombstones and
+    /// live timers interleaved at random).
+    fn cancel_heavy_ops() -> impl Strategy<Value = Vec<Op>> {
+        let op = prop_oneof![
+            3 => prop_oneof![timestamp(), 0i64..200].prop_map(Op::Insert),
+            4 => any::<usize>().prop_map(Op::CancelLive),
+            1 => any::<usize>().prop_map(Op::Cancel),
+            1 => prop_oneof![
+                20 => Just(Op::Insert(5)),
+                1 => (0i64..3000).prop_map(Op::Advance),
+            ],
+        ];
+        // Build up live timers first, so the compactions have some to keep.
+        (0usize..400, proptest::collection::vec(op, 0..1500)).prop_map(|(warm, mut ops)| {
+            let mut all: Vec<Op> = (0..warm).map(|i| Op::Insert((i as i64 * 7919) % 100_000 - 500)).collect();
+            all.append(&mut ops);
+            all
+        })
+    }
+
     proptest! {
         #[test]
         fn wheel_matches_heap(ops in ops()) {
+            check_wheel(&ops);
+        }
+
+        #[test]
+        fn wheel_matches_heap_cancel_heavy(ops in cancel_heavy_ops()) {
             check_wheel(&ops);
         }
 

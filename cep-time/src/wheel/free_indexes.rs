@@ -75,6 +75,31 @@ impl FreeIndexes {
         }
     }
 
+    /// Adds `indexes` (distinct, below the capacity, not members), as
+    /// compaction frees many at once. When they are many for the capacity
+    /// (at least one per 16 indexes), it sets their bits on the lowest level
+    /// only and rebuilds the levels above by scanning, a word per 64 words
+    /// below: setting the bits above one index at a time would update the few
+    /// words of the upper levels again and again, each update waiting for the
+    /// one before.
+    pub(super) fn insert_many(&mut self, indexes: &[u32]) {
+        if indexes.len() * 16 < self.levels[0].len() * 64 {
+            indexes.iter().for_each(|&index| self.insert(index));
+            return;
+        }
+        self.len += indexes.len();
+        let bottom = &mut self.levels[0];
+        for &index in indexes {
+            bottom[index as usize / 64] |= 1 << (index % 64);
+        }
+        for level in 1..self.levels.len() {
+            let (below, above) = self.levels.split_at_mut(level);
+            for (word, words_below) in above[0].iter_mut().zip(below[level - 1].chunks(64)) {
+                *word = words_below.iter().enumerate().fold(0, |bits, (at, &w)| bits | u64::from(w != 0) << at);
+            }
+        }
+    }
+
     /// Removes and returns the smallest member.
     #[inline]
     pub(super) fn pop_first(&mut self) -> Option<u32> {
@@ -127,12 +152,23 @@ mod tests {
                             set.reserve(capacity - 1);
                         }
                     }
-                    1 | 2 if capacity > 0 => {
+                    1 if capacity > 0 => {
                         // Insert a non-member below the capacity.
                         let index = n % capacity;
                         if model.insert(index) {
                             set.insert(index);
                         }
+                    }
+                    2 if capacity > 0 => {
+                        // Insert many non-members at once: a few, or a
+                        // stride's worth of the whole capacity.
+                        let stride = if n % 3 == 0 { 1 + n % 5 } else { 1 + n % 997 };
+                        let many: Vec<u32> = (n % capacity..capacity)
+                            .step_by(stride as usize)
+                            .take(if n % 5 == 0 { 3 } else { 2_000 })
+                            .filter(|&index| model.insert(index))
+                            .collect();
+                        set.insert_many(&many);
                     }
                     _ => prop_assert_eq!(set.pop_first(), model.pop_first()),
                 }
@@ -143,6 +179,29 @@ mod tests {
             }
             prop_assert_eq!(set.pop_first(), None);
         }
+    }
+
+    /// Many at once (the levels above rebuilt by scanning) beside members
+    /// inserted one by one.
+    #[test]
+    fn many_at_once_come_back_in_order() {
+        let mut set = FreeIndexes::new();
+        let n = 1u32 << 20;
+        set.reserve(n - 1);
+        set.insert(6);
+        set.insert(n - 2);
+        let odd: Vec<u32> = (0..n / 2).map(|i| (2 * i + 1).wrapping_mul(7) % n).collect();
+        set.insert_many(&odd);
+        set.insert_many(&[4, 100_000]); // few: one by one
+        assert_eq!(set.len(), n as usize / 2 + 4);
+        let expected = [1, 3, 4, 5, 6, 7].into_iter().chain((9..n).step_by(2).flat_map(|i| {
+            let even = [100_000, n - 2].contains(&(i - 1));
+            even.then_some(i - 1).into_iter().chain([i])
+        }));
+        for index in expected {
+            assert_eq!(set.pop_first(), Some(index));
+        }
+        assert_eq!(set.pop_first(), None);
     }
 
     #[test]
