@@ -5,8 +5,10 @@
 //! ```text
 //! file --> cutter thread: blocks of ~256 KiB, each cut after the last
 //!          record that ends in it (for CSV, a newline outside quotes)
-//!      --> parser threads: each block parsed by a Reader reopened at the
-//!          block's byte offset, rows and lines numbered from the block's start
+//!      --> parse jobs: each block parsed by a Reader reopened at the
+//!          block's byte offset, rows and lines numbered from the block's start,
+//!          on the parser threads, on the caller's while it waits, and on any
+//!          thread that runs ParallelReader::parse_jobs
 //!      --> the caller: blocks taken back in order, rows and lines renumbered
 //! ```
 //!
@@ -15,6 +17,16 @@
 //! the ones before it once it is known where a record starts. Only the
 //! cutter reads the whole file, with a scan for newlines (and, for CSV
 //! blocks holding a quote, for quotes).
+//!
+//! Who parses is open: a block is a [`ParseJob`] on a channel that the
+//! reader's own parser threads (any number, even none) take from, and so
+//! does the reader itself whenever it waits for its next block, so it never
+//! waits for a block nobody parses. A sharded runtime's shards take from it
+//! too whenever they have no events to run
+//! (`cep_runtime::ShardedRunner::help_parse`): with as many shards as
+//! cores, the shards do all the parsing and no parser thread competes with
+//! them for the cores (`cep run --threads 2` on two cores: half the context
+//! switches).
 //!
 //! At most a few blocks are ahead of the caller (the cutter waits for a
 //! credit the caller returns with each block it finishes), so memory stays
@@ -45,9 +57,9 @@ use std::fs::File;
 use std::io::{self, Read, Seek, SeekFrom};
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::mpsc::{Receiver, Sender, SyncSender, channel, sync_channel};
+use std::sync::mpsc::{self, SyncSender, sync_channel};
 
-use parking_lot::Mutex;
+use crossbeam_channel::{Receiver, Sender, bounded, select, unbounded};
 
 use crate::read::{EventSource, Format, InputPosition, MAX_LINE_LEN, ReadError, ReadErrorKind, Reader};
 use crate::{Event, FlatEvents, Timestamp};
@@ -281,6 +293,9 @@ struct Meta {
 pub struct ParallelReader {
     file: String,
     results: Receiver<Parsed>,
+    /// Blocks waiting for a parser: the reader parses one itself when it
+    /// waits for its next block.
+    work: Receiver<ParseJob>,
     /// Blocks parsed ahead of their turn.
     ahead: BTreeMap<u64, Parsed>,
     /// The block being delivered, and how far (for a partitioned block,
@@ -299,7 +314,7 @@ pub struct ParallelReader {
     /// Parsed blocks handed back for reuse.
     free: Sender<Parsed>,
     /// One per block finished: the cutter may read another.
-    credits: Receiver<()>,
+    credits: mpsc::Receiver<()>,
     failed: Option<ReadError>,
 }
 
@@ -313,7 +328,11 @@ impl ParallelReader {
     /// Reads `path` from `at` (a [position](Reader::position) of `reader`,
     /// which read the file up to there: its columns, schema and format go
     /// on) with `threads` parser threads and a thread that cuts the file
-    /// into blocks. Bytes read are added to `counter`, if given.
+    /// into blocks. The reader also parses a block itself whenever it waits
+    /// for its next one, so `threads` may be 0 (the blocks are then parsed
+    /// by the reader and by whatever threads run its
+    /// [`parse_jobs`](Self::parse_jobs)). Bytes read are added to `counter`,
+    /// if given.
     pub fn open<R: io::BufRead>(
         path: &std::path::Path,
         reader: &Reader<R>,
@@ -351,25 +370,27 @@ impl ParallelReader {
     ) -> io::Result<ParallelReader> {
         let mut f = File::open(path)?;
         f.seek(SeekFrom::Start(at.byte))?;
-        let threads = threads.max(1);
-        let (work_tx, work_rx) = sync_channel::<Block>(threads);
-        let work_rx = Arc::new(Mutex::new(work_rx));
-        let (results_tx, results) = channel::<Parsed>();
-        let (free, free_rx) = channel::<Parsed>();
-        let free_rx = Arc::new(Mutex::new(free_rx));
-        let (bufs_tx, bufs_rx) = channel::<Vec<u8>>();
+
+        let (work_tx, work) = bounded::<ParseJob>(threads.max(2));
+        let (results_tx, results) = unbounded::<Parsed>();
+        let (free, free_rx) = unbounded::<Parsed>();
+        let (bufs_tx, bufs_rx) = mpsc::channel::<Vec<u8>>();
         // Blocks ahead of the caller: enough to keep every parser busy.
-        let (credit_tx, credits) = sync_channel::<()>(2 * threads + 1);
+        let (credit_tx, credits) = sync_channel::<()>(2 * threads.max(2) + 1);
+        let parser = Arc::new(Parser {
+            template: reader.reopen(io::empty(), at),
+            free: free_rx,
+            results: results_tx.clone(),
+            bufs: bufs_tx,
+            partition,
+        });
         for i in 0..threads {
-            let parser = Parser {
-                template: reader.reopen(io::empty(), at),
-                work: Arc::clone(&work_rx),
-                free: Arc::clone(&free_rx),
-                results: results_tx.clone(),
-                bufs: bufs_tx.clone(),
-                partition: partition.clone(),
-            };
-            std::thread::Builder::new().name(format!("cep-parse-{i}")).spawn(move || parser.run())?;
+            let jobs = work.clone();
+            std::thread::Builder::new().name(format!("cep-parse-{i}")).spawn(move || {
+                while let Ok(job) = jobs.recv() {
+                    job.run();
+                }
+            })?;
         }
         let cutter = Cutter {
             file: f,
@@ -377,6 +398,7 @@ impl ParallelReader {
             format: reader.format(),
             start: at.byte,
             block,
+            parser,
             work: work_tx,
             results: results_tx,
             bufs: bufs_rx,
@@ -387,6 +409,7 @@ impl ParallelReader {
         Ok(ParallelReader {
             file: reader.file().to_owned(),
             results,
+            work,
             ahead: BTreeMap::new(),
             current: None,
             cursors: Vec::new(),
@@ -403,6 +426,12 @@ impl ParallelReader {
         })
     }
 
+    /// The blocks waiting for a parser, for threads that would otherwise
+    /// wait (a sharded runtime's shards, say) to [run](ParseJob::run).
+    pub fn parse_jobs(&self) -> Receiver<ParseJob> {
+        self.work.clone()
+    }
+
     /// The next block in order, waiting for it; `None` at the end.
     fn next_block(&mut self) -> Option<Parsed> {
         loop {
@@ -410,7 +439,19 @@ impl ParallelReader {
                 self.next_seq += 1;
                 return Some(p);
             }
-            let p = self.results.recv().ok()?;
+            // A parsed block if one is ready; else parse one while waiting.
+            let p = match self.results.try_recv() {
+                Ok(p) => p,
+                Err(_) => select! {
+                    recv(self.results) -> p => p.ok()?,
+                    recv(self.work) -> job => {
+                        if let Ok(job) = job {
+                            job.run();
+                        }
+                        continue;
+                    }
+                },
+            };
             self.ahead.insert(p.seq, p);
         }
     }
@@ -605,9 +646,10 @@ struct Cutter {
     start: u64,
     /// Bytes read at a time.
     block: usize,
-    work: SyncSender<Block>,
+    parser: Arc<Parser>,
+    work: Sender<ParseJob>,
     results: Sender<Parsed>,
-    bufs: Receiver<Vec<u8>>,
+    bufs: mpsc::Receiver<Vec<u8>>,
     credits: SyncSender<()>,
     counter: Option<Arc<AtomicU64>>,
 }
@@ -666,7 +708,8 @@ impl Cutter {
             }
             if !buf.is_empty() {
                 let len = buf.len() as u64;
-                if self.work.send(Block { seq, start: at, bytes: buf }).is_err() {
+                let job = ParseJob { block: Block { seq, start: at, bytes: buf }, parser: Arc::clone(&self.parser) };
+                if self.work.send(job).is_err() {
                     return;
                 }
                 seq += 1;
@@ -743,34 +786,49 @@ fn last_csv_record_end(buf: &[u8]) -> Option<usize> {
     last
 }
 
-/// A parser thread.
+/// A block waiting to be parsed, for any thread to [`run`](Self::run):
+/// the reader's parser threads, the reader itself while it waits for its
+/// next block, and any thread given [`ParallelReader::parse_jobs`].
+pub struct ParseJob {
+    block: Block,
+    parser: Arc<Parser>,
+}
+
+impl ParseJob {
+    /// Parses the block and hands it to the reader.
+    pub fn run(self) {
+        self.parser.run(self.block);
+    }
+}
+
+impl std::fmt::Debug for ParseJob {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("ParseJob").field("seq", &self.block.seq).field("start", &self.block.start).finish()
+    }
+}
+
+/// What parsing a block needs, shared by every thread that parses.
 struct Parser {
     /// The reader the blocks continue (no input of its own).
     template: Reader<io::Empty>,
-    work: Arc<Mutex<Receiver<Block>>>,
-    free: Arc<Mutex<Receiver<Parsed>>>,
+    free: Receiver<Parsed>,
     results: Sender<Parsed>,
-    bufs: Sender<Vec<u8>>,
+    bufs: mpsc::Sender<Vec<u8>>,
     partition: Option<Partition>,
 }
 
 impl Parser {
-    fn run(self) {
-        loop {
-            let Ok(block) = self.work.lock().recv() else { return };
-            let mut p = self.free.lock().try_recv().unwrap_or_default();
-            p.reset(block.seq);
-            let at = InputPosition { byte: block.start, row: 0, line: 1 };
-            let mut r = self.template.reopen(&block.bytes[..], at);
-            r.set_observe(false);
-            Parser::parse(&mut r, &mut p, self.partition.as_ref());
-            let end = r.position();
-            (p.rows, p.lines) = (end.row, end.line - 1);
-            let _ = self.bufs.send(block.bytes);
-            if self.results.send(p).is_err() {
-                return;
-            }
-        }
+    fn run(&self, block: Block) {
+        let mut p = self.free.try_recv().unwrap_or_default();
+        p.reset(block.seq);
+        let at = InputPosition { byte: block.start, row: 0, line: 1 };
+        let mut r = self.template.reopen(&block.bytes[..], at);
+        r.set_observe(false);
+        Parser::parse(&mut r, &mut p, self.partition.as_ref());
+        let end = r.position();
+        (p.rows, p.lines) = (end.row, end.line - 1);
+        let _ = self.bufs.send(block.bytes);
+        let _ = self.results.send(p);
     }
 
     /// Parses a block into `p.events` or, with a partition, into its
@@ -894,7 +952,8 @@ mod tests {
             text in prop_oneof![csv_text_sorted(true), csv_text()],
             skip in 0usize..5,
             block in 1usize..200,
-            threads in 1usize..4,
+            threads in 0usize..4,
+            helper: bool,
             parts in 1usize..4,
             picks in prop::collection::vec(any::<bool>(), 64),
         ) {
@@ -923,6 +982,12 @@ mod tests {
             }
             let partition = test_partition(parts);
             let mut rest = ParallelReader::open_in_blocks(&path, &head, head.position(), threads, None, block, Some(partition.clone())).unwrap();
+            // Another thread parsing blocks too, as a sharded runtime's
+            // shards do (it stops when the cutter is done).
+            if helper {
+                let jobs = rest.parse_jobs();
+                std::thread::spawn(move || jobs.iter().for_each(ParseJob::run));
+            }
             let mut pick = picks.iter().cycle();
             loop {
                 if let Some(b) = rest.take_block(|_| *pick.next().unwrap()) {
@@ -1023,13 +1088,13 @@ mod tests {
         #![proptest_config(ProptestConfig::with_cases(200))]
 
         #[test]
-        fn parallel_csv_reads_as_one_reader(text in csv_text(), skip in 0usize..5, block in 1usize..200, threads in 1usize..4) {
+        fn parallel_csv_reads_as_one_reader(text in csv_text(), skip in 0usize..5, block in 1usize..200, threads in 0usize..4) {
             let (one, par) = both(&text, Format::Csv, skip, block, threads);
             prop_assert_eq!(one, par);
         }
 
         #[test]
-        fn parallel_jsonl_reads_as_one_reader(text in jsonl_text(), skip in 0usize..5, block in 1usize..200, threads in 1usize..4) {
+        fn parallel_jsonl_reads_as_one_reader(text in jsonl_text(), skip in 0usize..5, block in 1usize..200, threads in 0usize..4) {
             let (one, par) = both(&text, Format::Jsonl, skip, block, threads);
             prop_assert_eq!(one, par);
         }

@@ -91,7 +91,8 @@ proptest! {
     #[test]
     fn blocks_from_a_partitioned_reader_equal_one(case in prop_oneof![
         arb_case("skip-till-any-match"), arb_case("skip-till-next-match"), arb_case("strict-contiguity")],
-        shards in 2usize..4, delay in prop_oneof![3 => Just(0i64), 1 => 1i64..4], take: bool) {
+        shards in 2usize..4, delay in prop_oneof![3 => Just(0i64), 1 => 1i64..4], take: bool,
+        parsers in 0usize..3, help: bool) {
         let want = one_thread(runner(&case, &mut case.schema.clone(), delay), &case.events);
         let mut front = Runner::new(Vec::new());
         front.set_max_delay(delay);
@@ -104,7 +105,11 @@ proptest! {
         let mut blocks = 0;
         match r.partition() {
             Some(partition) => {
-                let mut rest = ParallelReader::open_partitioned(&path, &head, head.position(), 2, None, partition).unwrap();
+                let mut rest =
+                    ParallelReader::open_partitioned(&path, &head, head.position(), parsers, None, partition).unwrap();
+                if help {
+                    r.help_parse(&rest.parse_jobs());
+                }
                 let mut e = Event::default();
                 loop {
                     if let Some(block) = rest.take_block(|_| take) {
