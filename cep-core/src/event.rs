@@ -122,6 +122,12 @@ impl FlatEvents {
         self.heads.len()
     }
 
+    /// Room for `events` more events with `values` more field values in all.
+    pub fn reserve(&mut self, events: usize, values: usize) {
+        self.heads.reserve(events);
+        self.values.reserve(values);
+    }
+
     /// Whether there is no event.
     pub fn is_empty(&self) -> bool {
         self.heads.is_empty()
