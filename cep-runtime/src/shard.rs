@@ -517,6 +517,43 @@ impl ShardedRunner {
     /// whenever it has no events to run: with as many shards as cores, the
     /// shards can do all the parsing, with no parser threads of their own
     /// competing with them for the cores.
+    ///
+    /// # Examples
+    /// ```
+    /// use cep_core::parallel::ParallelReader;
+    /// use cep_core::read::EventSource;
+    /// use cep_core::{Event, Format, Reader};
+    /// use cep_nfa::compile::{compile, Options};
+    /// use cep_runtime::{Runner, shard::ShardedRunner};
+    ///
+    /// let path = std::env::temp_dir().join(format!("cep-help-parse-doc-{}.csv", std::process::id()));
+    /// let mut text = String::from("type,ts,k\n");
+    /// for k in 0..500 {
+    ///     text.push_str(&format!("A,{},{k}\nB,{},{k}\n", 2 * k, 2 * k + 1));
+    /// }
+    /// std::fs::write(&path, &text).unwrap();
+    /// let head = Reader::new(std::io::BufReader::new(std::fs::File::open(&path).unwrap()), "t.csv", Format::Csv).unwrap();
+    /// let q = "PATTERN SEQ(A a, B b) WHERE [k]";
+    /// let runner = || Runner::new(compile(q, &mut head.schema().clone(), &Options::default()).unwrap().programs);
+    /// let mut sharded = ShardedRunner::new(Runner::new(Vec::new()), vec![runner(), runner()]);
+    /// // No parser threads: the shards (and the reader, while it waits)
+    /// // parse the blocks.
+    /// let partition = sharded.partition().expect("one partition key");
+    /// let mut rest = ParallelReader::open_partitioned(&path, &head, head.position(), 0, None, partition).unwrap();
+    /// sharded.help_parse(&rest.parse_jobs());
+    /// let (mut out, mut e) = (Vec::new(), Event::default());
+    /// loop {
+    ///     if let Some(block) = rest.take_block(|_| true) {
+    ///         sharded.push_block(block, &mut out).unwrap();
+    ///     } else if rest.next_event(&mut e).unwrap() {
+    ///         sharded.push(&e, &mut out).unwrap();
+    ///     } else {
+    ///         break;
+    ///     }
+    /// }
+    /// assert_eq!(sharded.finish(&mut out).unwrap().matches, [500]);
+    /// std::fs::remove_file(&path).unwrap();
+    /// ```
     pub fn help_parse(&mut self, jobs: &Receiver<ParseJob>) {
         for tx in &self.batches.txs {
             // A shard that stopped has its error on the output channel.
