@@ -22,28 +22,32 @@
 //! slot. When time reaches a slot of level `l ≥ 1`, its timers are re-filed
 //! ("cascaded") onto lower levels; each timer is cascaded at most 10 times.
 //!
-//! Timers live in a `Vec` of entries (deadline and value) indexed by a `u32`;
-//! vacated indexes are reused smallest first (module `free_indexes`), so that
-//! consecutive arms write neighbouring entries instead of lines scattered
-//! over the arena by the order timers were cancelled and fired in: with a
-//! million timers that took arming from about 60 ns to 13. A slot's list
-//! holds the timers' indexes in insertion order, in 64-byte blocks of 16
-//! chained from one arena shared by all slots, so insert is an append, firing
-//! and cascading read whole cache lines, and the wheel allocates only when it
-//! needs more entries or blocks than ever before (not whenever one slot gets
-//! busier than it ever was, as a `Vec` per slot would).
+//! A slot's list holds its timers themselves — key, value and a `u32`
+//! index — in insertion order, in blocks of 16 chained from one arena shared
+//! by all slots, so insert is an append, firing and cascading read whole
+//! cache lines and nothing else, and the wheel allocates only when it needs
+//! more blocks than ever before (not whenever one slot gets busier than it
+//! ever was, as a `Vec` per slot would). The index stands for the timer in
+//! the two arrays handles are checked against: its generation and its bit
+//! in a bitmap of live indexes. Vacated indexes are reused smallest first
+//! (module `free_indexes`), so that consecutive arms write neighbouring
+//! generations instead of lines scattered by the order timers were cancelled
+//! and fired in: with a million timers that took arming from about 60 ns to
+//! 13. (The timers' deadlines and values were once kept in an array by index
+//! beside the lists of indexes: that was 4 bytes more per timer, and every
+//! arm wrote, and every firing and cascade read, one more line at random.)
 //!
 //! Cancel is lazy: it leaves the timer's index on its list as a
 //! *tombstone*, marked in a bitmap of live indexes (128 KB per million
 //! timers) that firing and cascading consult. Once the tombstones are as many
 //! as the live timers were at the last compaction or `advance_to`, every list
-//! is compacted in place. Cancel reads no entry and no neighbour (a doubly
-//! linked list would touch three entries, two of them only after the first
+//! is compacted in place. Cancel reads no timer and no neighbour (a doubly
+//! linked list would touch three timers, two of them only after the first
 //! arrives: with a million live timers each is a cache miss), and not even
 //! the timer's list: it checks the handle's generation, clears the timer's
 //! bit and counts a tombstone, about 30 instructions, so that many cancels'
-//! cache misses overlap. The work it defers, at most two indexes scanned
-//! per cancel (and one per arm), reads the bitmap, not the entries. Arming
+//! cache misses overlap. The work it defers, at most two timers scanned
+//! per cancel (and one per arm), reads the lists and the bitmap. Arming
 //! only writes, never reads, so it does not wait for cache misses either.
 //!
 //! A [`TimerId`] carries the index, the deadline and a generation, the
@@ -138,34 +142,36 @@ impl TimerId {
     }
 }
 
-/// A timer's deadline and value: what firing and cascading read. Its
-/// generation is kept apart (`TimerWheel::generations`), so that cancel,
-/// which only needs the generation, reads 4 bytes per timer instead of the
-/// whole entry.
+/// A timer on a list: its key, its index (whose generation and bit in the
+/// bitmap of live indexes say whether it is still live) and its value. The
+/// list carries all that firing and cascading read, so neither touches
+/// memory indexed by the timer: with a million timers that memory is a cache
+/// miss per timer each time it is fired or re-filed.
 #[derive(Clone, Copy, Debug)]
-struct Entry<T> {
+struct Slot<T> {
     key: u64,
+    index: u32,
     /// Meaningful while the index is live (a fired or cancelled timer's
     /// value is left behind: `T: Copy`, so nothing needs dropping).
     value: T,
 }
 
-/// Timer indexes per block: a block is one 64-byte cache line.
+/// Timers per block (four cache lines with `u32` values).
 const BLOCK: usize = 16;
 /// The null block.
 const NIL: u32 = u32::MAX;
 
-/// A run of a list's timer indexes (the link to the next block of the list
+/// A run of a list's timers (the link to the next block of the list
 /// is kept apart, in `TimerWheel::next_blocks`). A list is a chain of
 /// blocks, all full but the last, drawn from one arena shared by all lists:
 /// the wheel allocates only when it needs more blocks than ever before,
 /// however the timers move between slots.
 #[derive(Clone, Copy, Debug)]
 #[repr(align(64))]
-struct Block([u32; BLOCK]);
+struct Block<T>([Slot<T>; BLOCK]);
 
-/// A wheel slot (or the past list): its timer indexes in insertion order,
-/// some of them tombstones.
+/// A wheel slot (or the past list): its timers in insertion order, some of
+/// them tombstones.
 #[derive(Clone, Copy, Debug)]
 struct List {
     head: u32,
@@ -205,14 +211,13 @@ struct Chain {
 /// ```
 #[derive(Debug)]
 pub struct TimerWheel<T> {
-    entries: Vec<Entry<T>>,
     /// For each index, the generation of the timer armed on it last. A
     /// handle is to a live timer when its generation matches and the index's
     /// bit in `alive` is set.
     generations: Vec<u32>,
     /// A bit per index, set while it holds a live timer (so a tombstone is
-    /// an index on a list whose bit is clear). Compaction reads this, 128 KB
-    /// per million timers, instead of the entries.
+    /// a timer on a list whose index's bit is clear): 128 KB per million
+    /// timers, which firing, cascading and compaction read.
     alive: Vec<u64>,
     /// The indexes on no list, to reuse, smallest first.
     free: FreeIndexes,
@@ -231,7 +236,7 @@ pub struct TimerWheel<T> {
     /// `LEVELS * SLOTS` slot lists, then the past list.
     lists: Box<[List]>,
     /// The blocks of all lists.
-    blocks: Vec<Block>,
+    blocks: Vec<Block<T>>,
     /// For each block, the next block of its list (or `NIL`).
     next_blocks: Vec<u32>,
     /// Blocks on no list.
@@ -255,10 +260,9 @@ impl<T: Copy> TimerWheel<T> {
     }
 
     /// An empty wheel with room for `capacity` timers before reallocating
-    /// its entries.
+    /// its generations.
     pub fn with_capacity(capacity: usize) -> TimerWheel<T> {
         TimerWheel {
-            entries: Vec::with_capacity(capacity),
             generations: Vec::with_capacity(capacity),
             alive: Vec::with_capacity(capacity.div_ceil(64)),
             free: FreeIndexes::new(),
@@ -283,7 +287,7 @@ impl<T: Copy> TimerWheel<T> {
     /// The indexes on lists: live timers and tombstones.
     #[inline]
     fn on_lists(&self) -> usize {
-        self.entries.len() - self.free.len()
+        self.generations.len() - self.free.len()
     }
 
     /// Whether no timer is live.
@@ -307,30 +311,27 @@ impl<T: Copy> TimerWheel<T> {
         let key = to_key(deadline);
         let generation = self.next_generation;
         self.next_generation = generation.wrapping_add(1);
-        // With many live timers the entry and the generation are cache
-        // misses, which stores need not wait for; but a core commits its
-        // stores in order, so one waiting store holds up the stores behind
-        // it: arming writes nothing it can do without (no count of live
-        // timers, no occupancy bit unless the list was empty).
-        let entry = Entry { key, value };
+        // With many live timers the generation is a cache miss, which
+        // stores need not wait for; but a core commits its stores in order,
+        // so one waiting store holds up the stores behind it: arming writes
+        // nothing it can do without (no count of live timers, no occupancy
+        // bit unless the list was empty).
         let index = match self.free.pop_first() {
             Some(index) => {
-                self.entries[index as usize] = entry;
                 self.generations[index as usize] = generation;
                 index
             }
-            None => self.grow(entry, generation),
+            None => self.grow(generation),
         };
         self.set_alive(index, true);
-        self.push(self.list_of(key), index);
+        self.push(self.list_of(key), Slot { key, index, value });
         TimerId { index, generation, key }
     }
 
-    /// Adds index `entries.len()` for a new timer.
+    /// Adds index `generations.len()` for a new timer.
     #[inline(never)]
-    fn grow(&mut self, entry: Entry<T>, generation: u32) -> u32 {
-        let index = u32::try_from(self.entries.len()).expect("TimerWheel: too many timers");
-        self.entries.push(entry);
+    fn grow(&mut self, generation: u32) -> u32 {
+        let index = u32::try_from(self.generations.len()).expect("TimerWheel: too many timers");
         self.generations.push(generation);
         self.free.reserve(index);
         if index % 64 == 0 {
@@ -344,7 +345,7 @@ impl<T: Copy> TimerWheel<T> {
     ///
     /// Cancel reads the timer's generation and its bit in the bitmap of live
     /// indexes, clears the bit and counts a tombstone: it reads neither the
-    /// entry nor the list. The index stays on its list as a *tombstone*,
+    /// timer nor its list. The timer stays on its list as a *tombstone*,
     /// which firing and cascading skip. Once the tombstones number the live
     /// timers of the last compaction or `advance_to` (at least 64), every
     /// list is compacted (tombstones dropped, order kept). That scan covers at
@@ -486,45 +487,46 @@ impl<T: Copy> TimerWheel<T> {
     }
 
     /// The next block of a detached chain, copied out (with how many of its
-    /// indexes are used) and already freed, so that filing timers while
+    /// timers are used) and already freed, so that filing timers while
     /// walking the chain may reuse it.
     #[inline]
-    fn next_block(&mut self, chain: &mut Chain) -> Option<([u32; BLOCK], usize)> {
+    fn next_block(&mut self, chain: &mut Chain) -> Option<([Slot<T>; BLOCK], usize)> {
         if chain.left == 0 {
             return None;
         }
-        let Block(indexes) = self.blocks[chain.block as usize];
+        let Block(slots) = self.blocks[chain.block as usize];
         let next = self.next_blocks[chain.block as usize];
         self.free_blocks.push(chain.block);
         let used = chain.left.min(BLOCK);
         chain.left -= used;
         chain.block = next;
-        Some((indexes, used))
+        Some((slots, used))
     }
 
-    /// Appends timer index `index` to list `list_index`. (Always inlined:
-    /// with a million timers arming waits on stores, and a call's register
-    /// saves are more stores.)
+    /// Appends timer `slot` to list `list_index`. (Always inlined: with a
+    /// million timers arming waits on stores, and a call's register saves
+    /// are more stores.)
     #[inline(always)]
-    fn push(&mut self, list_index: usize, index: u32) {
+    fn push(&mut self, list_index: usize, slot: Slot<T>) {
         let list = &mut self.lists[list_index];
         let at = list.len as usize % BLOCK;
         if at == 0 {
-            self.new_tail_block(list_index);
+            self.new_tail_block(list_index, slot);
         }
         let list = &mut self.lists[list_index];
         list.len += 1;
-        self.blocks[list.tail as usize].0[at] = index;
+        self.blocks[list.tail as usize].0[at] = slot;
     }
 
     /// Gives list `list_index`, whose blocks are full, a new empty tail
-    /// block.
+    /// block (a new one filled with copies of `slot`, which is about to go
+    /// first in it).
     #[inline(never)]
-    fn new_tail_block(&mut self, list_index: usize) {
+    fn new_tail_block(&mut self, list_index: usize, slot: Slot<T>) {
         let block = match self.free_blocks.pop() {
             Some(block) => block,
             None => {
-                self.blocks.push(Block([0; BLOCK]));
+                self.blocks.push(Block([slot; BLOCK]));
                 self.next_blocks.push(NIL);
                 u32::try_from(self.blocks.len() - 1).expect("TimerWheel: too many blocks")
             }
@@ -542,29 +544,28 @@ impl<T: Copy> TimerWheel<T> {
         list.tail = block;
     }
 
-    /// Fires live timer `index` (already off its list): frees the index and
+    /// Fires live timer `slot` (already off its list): frees its index and
     /// returns the deadline and the value.
     #[inline]
-    fn release(&mut self, index: u32) -> (Timestamp, T) {
-        self.set_alive(index, false);
-        self.free.insert(index);
-        let entry = self.entries[index as usize];
-        (from_key(entry.key), entry.value)
+    fn release(&mut self, slot: Slot<T>) -> (Timestamp, T) {
+        self.set_alive(slot.index, false);
+        self.free.insert(slot.index);
+        (from_key(slot.key), slot.value)
     }
 
     /// Empties list `list_index`: frees its tombstones and hands each live
-    /// timer's index to `each`, in list order. `each` may file timers on
-    /// other lists (or on this one, which is detached first).
+    /// timer to `each`, in list order. `each` may file timers on other lists
+    /// (or on this one, which is detached first).
     #[inline]
-    fn drain_list(&mut self, list_index: usize, mut each: impl FnMut(&mut Self, u32)) {
+    fn drain_list(&mut self, list_index: usize, mut each: impl FnMut(&mut Self, Slot<T>)) {
         let mut chain = self.take_list(list_index);
-        while let Some((indexes, used)) = self.next_block(&mut chain) {
-            for &index in &indexes[..used] {
-                if self.is_alive(index) {
-                    each(self, index);
+        while let Some((slots, used)) = self.next_block(&mut chain) {
+            for &slot in &slots[..used] {
+                if self.is_alive(slot.index) {
+                    each(self, slot);
                 } else {
                     self.tombstones -= 1;
-                    self.free.insert(index);
+                    self.free.insert(slot.index);
                 }
             }
         }
@@ -572,14 +573,14 @@ impl<T: Copy> TimerWheel<T> {
 
     /// Fires the whole level-0 list `slot` (one key) in list order.
     fn fire_list(&mut self, slot: usize, out: &mut Vec<(Timestamp, T)>) {
-        self.drain_list(slot, |wheel, index| out.push(wheel.release(index)));
+        self.drain_list(slot, |wheel, timer| out.push(wheel.release(timer)));
     }
 
     /// Re-files every live timer of a higher-level list relative to the new
     /// `elapsed`, in list order (which keeps ties in insertion order), and
     /// frees its tombstones.
     fn cascade(&mut self, list_index: usize) {
-        self.drain_list(list_index, |wheel, index| wheel.file(index, wheel.entries[index as usize].key));
+        self.drain_list(list_index, |wheel, timer| wheel.file(timer));
     }
 
     /// Drops every tombstone, list by list (see [`compact`](Self::compact)),
@@ -618,17 +619,17 @@ impl<T: Copy> TimerWheel<T> {
         tombstones.resize(freed + left, 0);
         // The write position never passes the read position, and each block
         // is copied before it is read, so writing in place is safe. Live
-        // indexes and tombstones are interleaved at random, so the inner loop
-        // is branch-free: each index is written to both places and only one
+        // timers and tombstones are interleaved at random, so the inner loop
+        // is branch-free: each timer is written to both places and only one
         // of the two cursors moves.
         while left > 0 {
-            let Block(indexes) = self.blocks[read as usize];
+            let Block(slots) = self.blocks[read as usize];
             let next = self.next_blocks[read as usize];
             let used = left.min(BLOCK);
-            for &index in &indexes[..used] {
-                let live = self.alive_bit(index);
-                self.blocks[write as usize].0[at] = index;
-                tombstones[freed] = index;
+            for &slot in &slots[..used] {
+                let live = self.alive_bit(slot.index);
+                self.blocks[write as usize].0[at] = slot;
+                tombstones[freed] = slot.index;
                 at += live;
                 kept += live;
                 freed += 1 - live;
@@ -667,17 +668,16 @@ impl<T: Copy> TimerWheel<T> {
     /// (stable, so ties stay in insertion order); the others stay, in order.
     fn fire_past(&mut self, target: u64, out: &mut Vec<(Timestamp, T)>) {
         let mut due = Vec::new();
-        self.drain_list(PAST, |wheel, index| {
-            let key = wheel.entries[index as usize].key;
-            if key < target {
-                due.push((key, index));
+        self.drain_list(PAST, |wheel, timer| {
+            if timer.key < target {
+                due.push(timer);
             } else {
-                wheel.push(PAST, index);
+                wheel.push(PAST, timer);
             }
         });
-        due.sort_by_key(|&(key, _)| key);
-        for (_, index) in due {
-            out.push(self.release(index));
+        due.sort_by_key(|timer| timer.key);
+        for timer in due {
+            out.push(self.release(timer));
         }
     }
 
@@ -700,10 +700,10 @@ impl<T: Copy> TimerWheel<T> {
         }
     }
 
-    /// Appends live timer `index` (with `key`) to the tail of its list.
+    /// Appends live timer `slot` to the tail of its list.
     #[inline]
-    fn file(&mut self, index: u32, key: u64) {
-        self.push(self.list_of(key), index);
+    fn file(&mut self, slot: Slot<T>) {
+        self.push(self.list_of(slot.key), slot);
     }
 }
 
@@ -935,7 +935,7 @@ mod tests {
             armed[at] = (w.insert(1 << 30 | (round as i64 % 1000), round), round);
         }
         assert_eq!(w.len(), live);
-        assert!(w.entries.len() <= 2 * live + 2, "{} entries for {live} live timers", w.entries.len());
+        assert!(w.generations.len() <= 2 * live + 2, "{} indexes for {live} live timers", w.generations.len());
         assert!(w.blocks.len() <= (2 * live).div_ceil(BLOCK) + 2, "{} blocks", w.blocks.len());
         let mut out = Vec::new();
         w.drain(&mut out);
