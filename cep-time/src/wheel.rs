@@ -350,7 +350,7 @@ impl<T: Copy> TimerWheel<T> {
     /// timers of the last compaction or `advance_to` (at least 64), every
     /// list is compacted (tombstones dropped, order kept). That scan covers at
     /// most twice the tombstones plus the timers armed since, so each cancel
-    /// pays for at most two indexes scanned and each arm for one, and those
+    /// pays for at most two timers scanned and each arm for one, and those
     /// look-ups are independent of one another (a scan of the lists' blocks
     /// against a bitmap, not a pointer chase). The cancel that triggers it
     /// takes time in proportion to the timers on lists.
@@ -643,7 +643,7 @@ impl<T: Copy> TimerWheel<T> {
         }
         tombstones.truncate(freed);
         self.freed = tombstones;
-        // Keep the blocks holding `kept` indexes; free the rest.
+        // Keep the blocks holding `kept` timers; free the rest.
         let mut tail = NIL;
         let mut block = list.head;
         for _ in 0..kept.div_ceil(BLOCK) {
@@ -917,7 +917,7 @@ mod tests {
     }
 
     /// Cancelled timers that never come due do not pile up: compaction
-    /// reclaims their indexes and blocks, so entries and blocks stay within
+    /// reclaims their indexes and blocks, so indexes and blocks stay within
     /// twice the live timers (plus a block per list), however many are
     /// cancelled. (The model tests cannot see this: tombstones are skipped
     /// either way.)
