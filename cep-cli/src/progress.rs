@@ -41,6 +41,15 @@ impl Progress {
         })
     }
 
+    /// Rows `from..to` were read: redraws the line when they cross a
+    /// multiple of 65,536 rows (looking at the clock every row would cost
+    /// more than the row) and a fifth of a second has passed.
+    pub fn rows_read(&mut self, from: u64, to: u64) {
+        if from / 65_536 != to / 65_536 {
+            self.tick(to);
+        }
+    }
+
     /// Redraws the line if a fifth of a second has passed.
     pub fn tick(&mut self, rows: u64) {
         if self.shown.elapsed() < Duration::from_millis(200) {

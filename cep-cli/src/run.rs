@@ -702,10 +702,8 @@ fn drive_rest(
             held = 0;
             let (first, rows) = (block.row_base(), block.len() as u64);
             runner.push_block(block, sink).map_err(writing_failed)?;
-            if let Some(p) = progress
-                && first / 65_536 != (first + rows) / 65_536
-            {
-                p.tick(first + rows);
+            if let Some(p) = progress {
+                p.rows_read(first, first + rows);
             }
             continue;
         }
@@ -724,10 +722,8 @@ fn drive_rest(
                 if due {
                     checkpoints.save(runner, sink, row + 1, Some(input.position()), *skipped)?;
                 }
-                if row % 65_536 == 0
-                    && let Some(p) = progress
-                {
-                    p.tick(row);
+                if let Some(p) = progress {
+                    p.rows_read(row, row + 1);
                 }
             }
             Ok(false) => break,

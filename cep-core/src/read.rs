@@ -510,6 +510,8 @@ fn pack(bytes: &[u8]) -> u128 {
 
 impl Default for StrCache {
     fn default() -> StrCache {
+        // Key 0 is what the empty string packs to, so a slot never written
+        // holds a true pair.
         StrCache { short: AHashMap::new(), long: AHashMap::new(), recent: [(0, Sym::new("")); RECENT] }
     }
 }
@@ -524,23 +526,18 @@ impl StrCache {
         let key = pack(bytes);
         let slot = ((key >> 64) as u64 ^ key as u64).wrapping_mul(0x9e37_79b9_7f4a_7c15) as usize >> 61;
         let (tag, sym) = self.recent[slot % RECENT];
-        if tag == key && key != 0 {
+        if tag == key {
             return Some(sym);
         }
         let sym = match self.short.get(&key) {
             Some(&sym) => sym,
             None => {
                 let sym = Sym::new(std::str::from_utf8(bytes).ok()?);
-                if self.short.len() >= CACHE_MAX_ENTRIES {
-                    self.short.clear();
-                }
-                self.short.insert(key, sym);
+                insert_bounded(&mut self.short, key, sym);
                 sym
             }
         };
-        if key != 0 {
-            self.recent[slot % RECENT] = (key, sym);
-        }
+        self.recent[slot % RECENT] = (key, sym);
         Some(sym)
     }
 
@@ -553,13 +550,19 @@ impl StrCache {
         let s = std::str::from_utf8(bytes).ok()?;
         let sym = Sym::new(s);
         if bytes.len() <= CACHE_MAX_KEY {
-            if self.long.len() >= CACHE_MAX_ENTRIES {
-                self.long.clear();
-            }
-            self.long.insert(bytes.into(), sym);
+            insert_bounded(&mut self.long, bytes.into(), sym);
         }
         Some(sym)
     }
+}
+
+/// Inserts into one of [`StrCache`]'s maps, emptying it first when it is
+/// full, so a stream of ever new strings cannot grow it without bound.
+fn insert_bounded<K: std::hash::Hash + Eq>(map: &mut AHashMap<K, Sym>, key: K, sym: Sym) {
+    if map.len() >= CACHE_MAX_ENTRIES {
+        map.clear();
+    }
+    map.insert(key, sym);
 }
 
 /// The message for a line longer than `max` bytes.

@@ -427,9 +427,7 @@ impl ShardedRunner {
     pub fn partition(&self) -> Option<Partition> {
         let (field, _) = self.batches.routes.single()?;
         let shards = self.handles.len();
-        Some(Partition::new(shards, move |e: &Event| {
-            shard_cached(e.fields.get(field as usize).unwrap_or(&Value::Null), shards)
-        }))
+        Some(Partition::new(shards, move |e: &Event| field_shard(e, field, shards)))
     }
 
     /// Processes a block of events split by [`partition`](Self::partition):
@@ -796,7 +794,7 @@ impl Routes {
     #[inline]
     fn one_shard(&self, e: &Event, shards: usize) -> Option<(usize, u64)> {
         let (f, bits) = self.single()?;
-        Some((shard_cached(e.fields.get(f as usize).unwrap_or(&Value::Null), shards), bits))
+        Some((field_shard(e, f, shards), bits))
     }
 
     /// Fills `masks` (one per shard) with the queries `e` is for there.
@@ -805,10 +803,17 @@ impl Routes {
         masks.fill(0);
         masks[0] = self.always;
         for &(f, bits) in &self.by_field {
-            let key = e.fields.get(f as usize).unwrap_or(&Value::Null);
-            masks[shard_cached(key, masks.len())] |= bits;
+            masks[field_shard(e, f, masks.len())] |= bits;
         }
     }
+}
+
+/// The shard of `e` among `shards` by its field `f` (NULL when it has no
+/// such field): routing, masks and the reader's partition all go through
+/// here, so they agree.
+#[inline(always)]
+fn field_shard(e: &Event, f: FieldId, shards: usize) -> usize {
+    shard_cached(e.fields.get(f as usize).unwrap_or(&Value::Null), shards)
 }
 
 /// [`shard_of`], with string hashes kept in this thread's cache

@@ -21,14 +21,7 @@ pub fn to_ref(m: Match) -> RefMatch {
 }
 
 /// The rise / spike / quiet query of LANGUAGE.md §7, word for word.
-pub const RISE_SPIKE: &str = "QUERY rise_spike
-PATTERN SEQ(Tick r, Tick s WITHIN 60 s, NOT Tick v WITHIN 10 s)
-WHERE skip-till-next-match
-  AND [key]
-  AND r.price * 100 >= PREV(r.price) * 102
-  AND s.vol >= 1000
-  AND v.price * 100 <= s.price * 99
-SELECT EARLIEST;";
+pub const RISE_SPIKE: &str = include_str!("../../../testdata/rise_spike.cep");
 
 use cep_core::{Event, Match, Schema, Sym, Value};
 use cep_nfa::reference::RefMatch;
