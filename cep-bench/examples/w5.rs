@@ -1,7 +1,9 @@
 //! W5 throughput only (no latency runs): rise_spike through the runtime on
-//! one thread and on the sharded runtime with 2 shard threads.
+//! one thread, on the sharded runtime with 2 shard threads, and the ceiling
+//! (the ticks split by key, each half on its own runner and thread).
 //!
-//! `cargo run --release -p cep-bench --example w5 [TICKS] [RUNS] [1|2]`
+//! `cargo run --release -p cep-bench --example w5 [TICKS] [RUNS] [1|2|3]`
+//! (3: only the ceiling)
 
 use cep_bench::suite::{self, Scale};
 use cep_bench::w1;
@@ -13,7 +15,7 @@ fn main() {
     let only: Option<usize> = args.next().and_then(|s| s.parse().ok());
     let workloads = suite::workloads(Scale::Full);
     let w5 = workloads.iter().find(|w| w.name == "W5").expect("W5 is a workload");
-    for (name, threads) in [("1 thread", 1), ("2 threads", 2)] {
+    for (name, threads) in [("1 thread", 1), ("2 threads", 2), ("2 × 1 thread, keys split", 3)] {
         if only.is_some_and(|t| t != threads) {
             continue;
         }

@@ -185,8 +185,12 @@ const FLUSH_AFTER: Duration = Duration::from_micros(250);
 struct Batch {
     events: FlatEvents,
     /// Per event, the queries (bit `i` for query `i`, [`LEVELS_BIT`]) it
-    /// is for.
+    /// is for; empty when every event is for the queries of `mask`.
     masks: Vec<u64>,
+    /// The queries of every event, when `masks` is empty: the routes are
+    /// fixed while a batch fills (they change only between batches), and
+    /// with every query keyed by one field each event is for all of them.
+    mask: u64,
     /// The watermark to apply after the events (`Timestamp::MIN`: none).
     wm: Timestamp,
 }
@@ -197,6 +201,15 @@ impl Batch {
     fn push(&mut self, e: &Event, mask: u64) {
         self.events.push(e);
         self.masks.push(mask);
+    }
+
+    /// Appends `e`, for the queries of `mask`, the same for every event of
+    /// the batch (see [`mask`](Self::mask)).
+    #[inline]
+    fn push_for_all(&mut self, e: &Event, mask: u64) {
+        debug_assert!(self.masks.is_empty(), "a batch's events are routed one way");
+        self.events.push(e);
+        self.mask = mask;
     }
 
     /// Empties the batch, keeping its capacity.
@@ -759,6 +772,8 @@ struct Routes {
     always: u64,
     /// Per key field: the queries (and maybe [`LEVELS_BIT`]) keyed by it.
     by_field: Vec<(FieldId, u64)>,
+    /// [`single`](Self::single), worked out once.
+    single: Option<(FieldId, u64)>,
 }
 
 impl Routes {
@@ -766,7 +781,7 @@ impl Routes {
     /// query) and the level alerts by `level_key`, so that each field is
     /// hashed once per event.
     fn new(keys: &[Option<FieldId>], level_key: Option<FieldId>) -> Routes {
-        let mut routes = Routes { always: 0, by_field: Vec::new() };
+        let mut routes = Routes { always: 0, by_field: Vec::new(), single: None };
         let bits = keys.iter().enumerate().map(|(q, k)| (*k, 1u64 << q));
         for (key, bit) in bits.chain(level_key.map(|f| (Some(f), LEVELS_BIT))) {
             match key {
@@ -777,16 +792,18 @@ impl Routes {
                 },
             }
         }
+        routes.single = match routes.by_field[..] {
+            [(f, bits)] if routes.always == 0 => Some((f, bits)),
+            _ => None,
+        };
         routes
     }
 
     /// When every query (and the level alerts) is keyed by one field — the
     /// common case — that field and the mask of every event.
+    #[inline]
     fn single(&self) -> Option<(FieldId, u64)> {
-        match self.by_field[..] {
-            [(f, bits)] if self.always == 0 => Some((f, bits)),
-            _ => None,
-        }
+        self.single
     }
 
     /// When every query (and the level alerts) is keyed by one field — the
@@ -965,8 +982,9 @@ impl Batcher {
     #[inline(always)]
     fn route(&mut self, e: &Event) -> io::Result<()> {
         if let Some((shard, mask)) = self.routes.one_shard(e, self.filling.len()) {
-            // Without a branch on each shard's mask (which mispredicts).
-            self.filling[shard].push(e, mask);
+            // Without a branch on each shard's mask (which mispredicts),
+            // and without a mask per event.
+            self.filling[shard].push_for_all(e, mask);
         } else {
             self.routes.masks(e, &mut self.masks);
             for (batch, &mask) in self.filling.iter_mut().zip(&self.masks) {
@@ -1084,12 +1102,16 @@ impl Shard {
     }
 
     /// Runs the events of a batch, then its watermark: the events rebuilt
-    /// from the flat rows, then each run of events for the same queries
-    /// given to the runner at once.
+    /// from the flat rows, then given to the runner at once when all are for
+    /// the same queries (no per-event masks), else run by run of events for
+    /// the same queries.
     fn batch(&mut self, batch: &Batch, sink: &mut JsonLines<Vec<u8>>) -> Result<(), PushError> {
         let events = batch.events.unpack_into(&mut self.events, 0);
+        if batch.masks.is_empty() && !events.is_empty() {
+            self.runner.push_batch_for(events, batch.mask, sink)?;
+        }
         let mut start = 0;
-        while start < events.len() {
+        while start < batch.masks.len() {
             let mask = batch.masks[start];
             let len = batch.masks[start..].iter().take_while(|&&m| m == mask).count();
             self.runner.push_batch_for(&events[start..start + len], mask, sink)?;
