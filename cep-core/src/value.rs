@@ -166,8 +166,9 @@ impl Value {
     /// ([`from_words`](Self::from_words) makes the value again). Copying
     /// a value this way, rather than as one 16-byte move, lets the CPU
     /// forward the two 8-byte stores that just wrote it; a 16-byte load of
-    /// such a value waits until both stores reach the cache. The sharded
-    /// runtime copies every event's fields like this.
+    /// such a value waits until both stores reach the cache. The parallel
+    /// reader's partitioned blocks ([`FlatEvents`](crate::FlatEvents)) copy
+    /// every event's fields like this.
     ///
     /// # Examples
     /// ```
