@@ -1165,6 +1165,52 @@ mod tests {
         }
     }
 
+    /// Backpressure: while a shard takes no batch, the caller's pushes
+    /// wait once that shard's queue is full, instead of queueing more; no
+    /// shard ever gets more than `IN_FLIGHT + 2` batches (its queue, the one
+    /// it runs, one being handed over), however many events are pushed.
+    #[test]
+    fn a_stalled_shard_holds_back_the_caller() {
+        use std::sync::Arc;
+        use std::sync::atomic::{AtomicUsize, Ordering};
+
+        let q = "QUERY p PATTERN SEQ(A a, A b) WHERE [k] WITHIN 150";
+        let mut schema = cep_core::Schema::new();
+        schema.field("k");
+        let compiled = |schema: &mut cep_core::Schema| {
+            cep_nfa::compile::compile(q, schema, &cep_nfa::compile::Options::default()).expect("compiles").programs
+        };
+        let shards = (0..2).map(|_| Runner::new(compiled(&mut schema.clone()))).collect();
+        let mut r = ShardedRunner::new(Runner::new(Vec::new()), shards);
+        // Shard 1 stalls until released; a second thread releases it after
+        // a while and reports how many events had been pushed by then.
+        let (release, stalled) = bounded::<()>(0);
+        r.control(1, Box::new(move |_| stalled.recv().map_err(|e| e.to_string()))).expect("shard 1 runs");
+        let pushed = Arc::new(AtomicUsize::new(0));
+        let watcher = {
+            let pushed = Arc::clone(&pushed);
+            std::thread::spawn(move || {
+                std::thread::sleep(Duration::from_millis(300));
+                let by_then = pushed.load(Ordering::SeqCst);
+                release.send(()).expect("shard 1 waits");
+                by_then
+            })
+        };
+        let (n, mut out) = (1_000_000usize, Vec::new());
+        for i in 0..n {
+            let e = Event::new(Sym::new("A"), i as i64, i as u64, vec![Value::Int(i as i64 % 100)]);
+            r.push(&e, &mut out).expect("pushed");
+            pushed.store(i + 1, Ordering::SeqCst);
+        }
+        let by_then = watcher.join().expect("the watcher");
+        assert!(by_then <= (IN_FLIGHT + 2) * BATCH, "{by_then} events pushed past a stalled shard");
+        assert!(r.batches.pool.iter().all(|pool| pool.len() <= IN_FLIGHT + 2), "batches grew past the bound");
+        let summary = r.finish(&mut out).expect("finished");
+        // Each event pairs with the next of its key (100 later), but the
+        // last of each key.
+        assert_eq!(summary.matches, [(n - 100) as u64]);
+    }
+
     #[test]
     fn cached_string_routes_agree_with_shard_of() {
         for i in 0..200 {
