@@ -216,6 +216,16 @@ impl Batch {
     #[inline(always)]
     fn copy(&mut self, e: &Event) {
         match self.events.get_mut(self.len) {
+            // The usual case, events of one schema: a value at a time, in
+            // place. (`clone_from` calls `memcpy`, whose wide loads of the
+            // fields the caller has just written wait for those stores to
+            // reach the cache: a sixth of the calling thread's time on W5.)
+            Some(slot) if slot.fields.len() == e.fields.len() => {
+                (slot.ty, slot.ts, slot.row) = (e.ty, e.ts, e.row);
+                for (to, from) in slot.fields.iter_mut().zip(&e.fields) {
+                    *to = *from;
+                }
+            }
             Some(slot) => slot.clone_from(e),
             None => self.events.push(e.clone()),
         }
