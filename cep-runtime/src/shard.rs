@@ -1181,6 +1181,24 @@ mod tests {
         }
     }
 
+    /// A batch refilled with events of other widths holds exact copies
+    /// (each event's fields overwritten in place when the widths agree,
+    /// cloned otherwise).
+    #[test]
+    fn a_refilled_batch_holds_exact_copies() {
+        let event = |i: i64, width: usize| {
+            let fields = (0..width as i64).map(|f| if f % 2 == 0 { Value::Int(i * 10 + f) } else { Value::str("s") });
+            Event::new(Sym::new(if i % 2 == 0 { "A" } else { "B" }), i, i as u64, fields.collect())
+        };
+        let mut batch = Batch::default();
+        for (round, widths) in [[2, 3, 2, 0, 5], [3, 3, 1, 0, 2], [0, 3, 1, 4, 2]].into_iter().enumerate() {
+            batch.clear();
+            let events: Vec<Event> = widths.iter().enumerate().map(|(i, &w)| event((i + round) as i64, w)).collect();
+            events.iter().for_each(|e| batch.push_for_all(e, 1));
+            assert_eq!(&batch.events[..batch.len], &events[..]);
+        }
+    }
+
     /// Backpressure: while a shard takes no batch, the caller's pushes
     /// wait once that shard's queue is full, instead of queueing more; no
     /// shard ever gets more than `IN_FLIGHT + 2` batches (its queue, the one
