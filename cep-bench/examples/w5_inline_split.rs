@@ -15,43 +15,21 @@
 use std::sync::mpsc::sync_channel;
 use std::time::Instant;
 
+use cep_bench::suite::{rise_spike_runner as runner, runtime_output};
 use cep_bench::w1;
-use cep_core::{Event, Sym, Value};
-use cep_nfa::compile::{Options, compile};
-use cep_runtime::{JsonLines, Runner};
+use cep_core::{Event, Sym};
+use cep_runtime::JsonLines;
+use cep_runtime::shard::shard_of;
 
 /// Batches queued for the worker.
 const IN_FLIGHT: usize = 16;
 /// Events per batch.
 const BATCH: usize = 4096;
-/// Hash buckets.
-const BUCKETS: u64 = 64;
-
-fn runner() -> Runner {
-    Runner::new(compile(w1::RISE_SPIKE, &mut w1::schema(), &Options::default()).expect("rise_spike").programs)
-}
-
-/// The bucket of an integer key (the runtime's multiply-and-fold hash).
-fn bucket(key: &Value) -> u64 {
-    let Value::Int(i) = *key else { return 0 };
-    let m = u128::from(i as u64 ^ 0x243f_6a88_85a3_08d3) * 0x9e37_79b9_7f4a_7c15;
-    ((m as u64) ^ (m >> 64) as u64) % BUCKETS
-}
-
-/// Copies `e` over `batch[len]` (in place when the widths agree).
-fn copy_into(batch: &mut Vec<Event>, len: usize, e: &Event) {
-    match batch.get_mut(len) {
-        Some(slot) if slot.fields.len() == e.fields.len() => {
-            (slot.ty, slot.ts, slot.row) = (e.ty, e.ts, e.row);
-            slot.fields.iter_mut().zip(&e.fields).for_each(|(to, from)| *to = *from);
-        }
-        Some(slot) => slot.clone_from(e),
-        None => batch.push(e.clone()),
-    }
-}
+/// Hash buckets (the runtime's stable key hash, [`shard_of`], over 64).
+const BUCKETS: usize = 64;
 
 /// One pass: events per second and the matches (output lines).
-fn pass(ticks: &[w1::Tick], k: u64) -> (f64, usize) {
+fn pass(ticks: &[w1::Tick], k: usize) -> (f64, usize) {
     let (to_worker, batches) = sync_channel::<(Vec<Event>, usize)>(IN_FLIGHT);
     let (give_back, given_back) = sync_channel::<Vec<Event>>(IN_FLIGHT + 2);
     let worker = std::thread::spawn(move || {
@@ -66,14 +44,17 @@ fn pass(ticks: &[w1::Tick], k: u64) -> (f64, usize) {
     let start = Instant::now();
     let (mut mine, mut sink) = (runner(), JsonLines::new(Vec::new()));
     let (mut e, tick) = (Event::default(), Sym::new("Tick"));
-    let (mut batch, mut len) = (Vec::new(), 0);
+    let (mut batch, mut len): (Vec<Event>, usize) = (Vec::new(), 0);
     for t in ticks {
         w1::fill(&mut e, t, tick);
-        if bucket(&e.fields[0]) < k {
+        if shard_of(&e.fields[0], BUCKETS) < k {
             mine.push(&e, &mut sink).expect("in order");
             continue;
         }
-        copy_into(&mut batch, len, &e);
+        match batch.get_mut(len) {
+            Some(slot) => slot.clone_from(&e),
+            None => batch.push(e.clone()),
+        }
         len += 1;
         if len == BATCH {
             to_worker.send((std::mem::take(&mut batch), len)).expect("the worker runs");
@@ -92,14 +73,8 @@ fn pass(ticks: &[w1::Tick], k: u64) -> (f64, usize) {
 
 /// One pass through `ShardedRunner` with two shard threads, as W5 runs it.
 fn sharded_pass(ticks: &[w1::Tick]) -> (f64, usize) {
-    let start = Instant::now();
-    let mut r = cep_runtime::shard::ShardedRunner::new(Runner::new(Vec::new()), vec![runner(), runner()]);
-    let (mut e, tick, mut out) = (Event::default(), Sym::new("Tick"), Vec::new());
-    for t in ticks {
-        w1::fill(&mut e, t, tick);
-        r.push(&e, &mut out).expect("in order");
-    }
-    r.finish(&mut out).expect("no output to fail");
+    let (start, mut out) = (Instant::now(), Vec::new());
+    runtime_output(ticks, 2, &mut out);
     (ticks.len() as f64 / start.elapsed().as_secs_f64(), out.iter().filter(|&&b| b == b'\n').count())
 }
 
@@ -112,7 +87,7 @@ fn main() {
     let mut rates = vec![Vec::new(); ks.len()];
     for _ in 0..5 {
         for (k, rates) in ks.iter().zip(&mut rates) {
-            let (rate, lines) = match k.parse::<u64>() {
+            let (rate, lines) = match k.parse::<usize>() {
                 Ok(k) => pass(&ticks, k.min(BUCKETS)),
                 Err(_) => sharded_pass(&ticks),
             };
@@ -122,7 +97,7 @@ fn main() {
     }
     for (k, rates) in ks.iter().zip(&mut rates) {
         let name =
-            if k.parse::<u64>().is_ok() { format!("k = {k:>2} of {BUCKETS}") } else { "ShardedRunner, 2".into() };
+            if k.parse::<usize>().is_ok() { format!("k = {k:>2} of {BUCKETS}") } else { "ShardedRunner, 2".into() };
         println!("{name}: {}", cep_bench::median_line(rates));
     }
 }

@@ -14,34 +14,13 @@
 
 use std::time::Instant;
 
+use cep_bench::suite::runtime_output;
 use cep_bench::w1;
-use cep_core::{Event, Sym};
-use cep_nfa::compile::{Options, compile};
-use cep_runtime::Runner;
-use cep_runtime::shard::ShardedRunner;
-
-fn runner() -> Runner {
-    Runner::new(compile(w1::RISE_SPIKE, &mut w1::schema(), &Options::default()).expect("rise_spike").programs)
-}
 
 /// One pass over `ticks` with `shards` shards; its output.
 fn pass(ticks: &[w1::Tick], shards: usize) -> Vec<u8> {
-    let (mut e, tick, mut out) = (Event::default(), Sym::new("Tick"), Vec::new());
-    if shards == 1 {
-        let (mut r, mut sink) = (runner(), cep_runtime::JsonLines::new(&mut out));
-        for t in ticks {
-            w1::fill(&mut e, t, tick);
-            r.push(&e, &mut sink).expect("in order");
-        }
-        r.finish(&mut sink).expect("no output to fail");
-    } else {
-        let mut r = ShardedRunner::new(Runner::new(Vec::new()), (0..shards).map(|_| runner()).collect());
-        for t in ticks {
-            w1::fill(&mut e, t, tick);
-            r.push(&e, &mut out).expect("in order");
-        }
-        r.finish(&mut out).expect("no output to fail");
-    }
+    let mut out = Vec::new();
+    runtime_output(ticks, shards, &mut out);
     out
 }
 

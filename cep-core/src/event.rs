@@ -33,12 +33,23 @@ impl Clone for Event {
     }
 
     /// Copies `source` into this event, reusing its field vector (no
-    /// allocation when it is large enough).
+    /// allocation when it is large enough). With as many fields as
+    /// `source` (events of one schema, the usual case) the values are
+    /// overwritten one at a time: `Vec::clone_from` calls `memcpy`, whose
+    /// wide loads of fields the caller has just written wait until those
+    /// stores reach the cache (a sixth of the calling thread's time on the
+    /// sharded runtime's W5, which copies every event into its batch).
     fn clone_from(&mut self, source: &Event) {
         self.ty = source.ty;
         self.ts = source.ts;
         self.row = source.row;
-        self.fields.clone_from(&source.fields);
+        if self.fields.len() == source.fields.len() {
+            for (to, from) in self.fields.iter_mut().zip(&source.fields) {
+                *to = *from;
+            }
+        } else {
+            self.fields.clone_from(&source.fields);
+        }
     }
 }
 
@@ -181,5 +192,29 @@ impl FlatHead {
         (e.ty, e.ts, e.row) = (self.ty, self.ts, self.row);
         e.fields.clear();
         e.fields.extend(fields.iter().map(|&w| Value::from_words(w)));
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// `clone_from` copies exactly whether the widths agree (values
+    /// overwritten in place) or not (the vector cloned).
+    #[test]
+    fn clone_from_copies_every_width() {
+        let event = |ty: &str, ts: i64, fields: Vec<Value>| Event::new(Sym::new(ty), ts, ts as u64 + 7, fields);
+        let sources = [
+            event("A", 1, vec![Value::Int(1), Value::str("x")]),
+            event("B", 2, vec![Value::Float(2.5), Value::Null]),
+            event("A", 3, vec![]),
+            event("C", 4, vec![Value::Bool(true), Value::Int(-4), Value::str("y")]),
+            event("D", 5, vec![Value::Int(5), Value::Int(6), Value::Int(7)]),
+        ];
+        let mut e = Event::default();
+        for source in &sources {
+            e.clone_from(source);
+            assert_eq!(&e, source);
+        }
     }
 }

@@ -216,16 +216,6 @@ impl Batch {
     #[inline(always)]
     fn copy(&mut self, e: &Event) {
         match self.events.get_mut(self.len) {
-            // The usual case, events of one schema: a value at a time, in
-            // place. (`clone_from` calls `memcpy`, whose wide loads of the
-            // fields the caller has just written wait for those stores to
-            // reach the cache: a sixth of the calling thread's time on W5.)
-            Some(slot) if slot.fields.len() == e.fields.len() => {
-                (slot.ty, slot.ts, slot.row) = (e.ty, e.ts, e.row);
-                for (to, from) in slot.fields.iter_mut().zip(&e.fields) {
-                    *to = *from;
-                }
-            }
             Some(slot) => slot.clone_from(e),
             None => self.events.push(e.clone()),
         }
@@ -1136,10 +1126,9 @@ impl Shard {
         self.runner.advance_watermark(wm, sink)
     }
 
-    /// Runs the events of a batch, then its watermark: the events rebuilt
-    /// from the flat rows, then given to the runner at once when all are for
-    /// the same queries (no per-event masks), else run by run of events for
-    /// the same queries.
+    /// Runs the events of a batch, where they are, then its watermark: given
+    /// to the runner at once when all are for the same queries (no per-event
+    /// masks), else run by run of events for the same queries.
     fn batch(&mut self, batch: &Batch, sink: &mut JsonLines<Vec<u8>>) -> Result<(), PushError> {
         let events = &batch.events[..batch.len];
         if batch.masks.is_empty() && !events.is_empty() {
@@ -1183,7 +1172,7 @@ mod tests {
 
     /// A batch refilled with events of other widths holds exact copies
     /// (each event's fields overwritten in place when the widths agree,
-    /// cloned otherwise).
+    /// cloned otherwise: `Event::clone_from`).
     #[test]
     fn a_refilled_batch_holds_exact_copies() {
         let event = |i: i64, width: usize| {
@@ -1199,10 +1188,10 @@ mod tests {
         }
     }
 
-    /// Backpressure: while a shard takes no batch, the caller's pushes
-    /// wait once that shard's queue is full, instead of queueing more; no
-    /// shard ever gets more than `IN_FLIGHT + 2` batches (its queue, the one
-    /// it runs, one being handed over), however many events are pushed.
+    /// Backpressure: while a shard takes no batch, the caller fills that
+    /// shard's queue and then waits, instead of queueing more; no shard ever
+    /// gets more than `IN_FLIGHT + 2` batches (its queue, the one it runs,
+    /// one being handed over), however many events are pushed.
     #[test]
     fn a_stalled_shard_holds_back_the_caller() {
         use std::sync::Arc;
@@ -1216,18 +1205,26 @@ mod tests {
         };
         let shards = (0..2).map(|_| Runner::new(compiled(&mut schema.clone()))).collect();
         let mut r = ShardedRunner::new(Runner::new(Vec::new()), shards);
-        // Shard 1 stalls until released; a second thread releases it after
-        // a while and reports how many events had been pushed by then.
+        // Only full batches go out, so the count where the caller stops is
+        // known.
+        r.set_flush_after(Duration::from_secs(3600));
+        // Shard 1 stalls until released; a second thread waits until the
+        // pushes stop, notes how many there were, and releases it.
         let (release, stalled) = bounded::<()>(0);
         r.control(1, Box::new(move |_| stalled.recv().map_err(|e| e.to_string()))).expect("shard 1 runs");
         let pushed = Arc::new(AtomicUsize::new(0));
         let watcher = {
             let pushed = Arc::clone(&pushed);
             std::thread::spawn(move || {
-                std::thread::sleep(Duration::from_millis(300));
-                let by_then = pushed.load(Ordering::SeqCst);
+                let (mut last, mut still) = (0, 0);
+                while still < 3 {
+                    std::thread::sleep(Duration::from_millis(100));
+                    let now = pushed.load(Ordering::SeqCst);
+                    still = if now == last && now > 0 { still + 1 } else { 0 };
+                    last = now;
+                }
                 release.send(()).expect("shard 1 waits");
-                by_then
+                last
             })
         };
         let (n, mut out) = (1_000_000usize, Vec::new());
@@ -1237,7 +1234,10 @@ mod tests {
             pushed.store(i + 1, Ordering::SeqCst);
         }
         let by_then = watcher.join().expect("the watcher");
-        assert!(by_then <= (IN_FLIGHT + 2) * BATCH, "{by_then} events pushed past a stalled shard");
+        // The caller stops in the push that fills the batch after a full
+        // queue: IN_FLIGHT batches queued, one more waiting to go.
+        assert!(by_then < (IN_FLIGHT + 1) * BATCH, "{by_then} events pushed past a stalled shard");
+        assert!(by_then >= IN_FLIGHT * BATCH, "the caller stopped at {by_then} events, before the queue was full");
         assert!(r.batches.pool.iter().all(|pool| pool.len() <= IN_FLIGHT + 2), "batches grew past the bound");
         let summary = r.finish(&mut out).expect("finished");
         // Each event pairs with the next of its key (100 later), but the
