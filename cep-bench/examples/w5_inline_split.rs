@@ -15,7 +15,7 @@
 use std::sync::mpsc::sync_channel;
 use std::time::Instant;
 
-use cep_bench::suite::{rise_spike_runner as runner, runtime_output};
+use cep_bench::suite::{rise_spike_runner as runner, runtime_output, sharded_output};
 use cep_bench::w1;
 use cep_core::{Event, Sym};
 use cep_runtime::JsonLines;
@@ -71,10 +71,15 @@ fn pass(ticks: &[w1::Tick], k: usize) -> (f64, usize) {
     (ticks.len() as f64 / start.elapsed().as_secs_f64(), lines)
 }
 
-/// One pass through `ShardedRunner` with two shard threads, as W5 runs it.
-fn sharded_pass(ticks: &[w1::Tick]) -> (f64, usize) {
+/// One pass through `ShardedRunner`: with two shard threads (`balanced`
+/// false), or balanced, this thread and one worker.
+fn sharded_pass(ticks: &[w1::Tick], balanced: bool) -> (f64, usize) {
     let (start, mut out) = (Instant::now(), Vec::new());
-    runtime_output(ticks, 2, &mut out);
+    if balanced {
+        runtime_output(ticks, 2, &mut out);
+    } else {
+        sharded_output(ticks, 2, &mut out);
+    }
     (ticks.len() as f64 / start.elapsed().as_secs_f64(), out.iter().filter(|&&b| b == b'\n').count())
 }
 
@@ -89,15 +94,18 @@ fn main() {
         for (k, rates) in ks.iter().zip(&mut rates) {
             let (rate, lines) = match k.parse::<usize>() {
                 Ok(k) => pass(&ticks, k.min(BUCKETS)),
-                Err(_) => sharded_pass(&ticks),
+                Err(_) => sharded_pass(&ticks, k == "b"),
             };
             assert_eq!(lines, 450, "k = {k}: the W1 matches");
             rates.push(rate);
         }
     }
     for (k, rates) in ks.iter().zip(&mut rates) {
-        let name =
-            if k.parse::<usize>().is_ok() { format!("k = {k:>2} of {BUCKETS}") } else { "ShardedRunner, 2".into() };
+        let name = match (k.parse::<usize>().is_ok(), k == "b") {
+            (true, _) => format!("k = {k:>2} of {BUCKETS}"),
+            (false, true) => "ShardedRunner::balanced, 1 worker".into(),
+            (false, false) => "ShardedRunner, 2 shards".into(),
+        };
         println!("{name}: {}", cep_bench::median_line(rates));
     }
 }

@@ -45,6 +45,7 @@ use cep_nfa::engine::{Engine, StreamEvent};
 use cep_nfa::program::Program;
 use cep_nfa::select::{EngineChoice, QueryEngine};
 use cep_nfa::stack::{Construction, MatchCount, MatchRef, StackEngine};
+use cep_runtime::shard::ShardedRunner;
 
 use crate::baseline::levels::TwoBTreeMaps;
 use crate::baseline::naive::Naive;
@@ -817,17 +818,31 @@ fn runtime_contender(name: &'static str, threads: usize, ticks: Rc<Stream<Tick>>
     })
 }
 
-/// `ticks` through rise_spike on `shards` shard threads (one: the runner on
-/// this thread; more: the sharded runtime), each tick filled into one
-/// reused `Event` row (no parsing); its JSON lines appended to `out`. What
-/// W5 times, and its examples too.
-pub fn runtime_output(ticks: &[Tick], shards: usize, out: &mut Vec<u8>) {
-    if shards <= 1 {
+/// `ticks` through rise_spike on `threads` threads (one: the runner on this
+/// thread; more: the runtime's balanced split, this thread and `threads -
+/// 1` workers, as `Runtime` runs it), each tick filled into one reused
+/// `Event` row (no parsing); its JSON lines appended to `out`. What W5
+/// times, and its examples too.
+pub fn runtime_output(ticks: &[Tick], threads: usize, out: &mut Vec<u8>) {
+    if threads <= 1 {
         return one_thread_output(ticks, out);
     }
-    let (mut e, tick) = (Event::default(), Sym::new("Tick"));
+    let slices = (0..ShardedRunner::slices_for(threads)).map(|_| rise_spike_runner()).collect();
+    let r = ShardedRunner::balanced(cep_runtime::Runner::new(Vec::new()), slices, threads - 1);
+    sharded_pass(r, ticks, out);
+}
+
+/// `ticks` through rise_spike on `shards` shard threads, each with its
+/// keys, the calling thread only ordering and routing
+/// ([`ShardedRunner::new`]): the runtime's other split, for comparison.
+pub fn sharded_output(ticks: &[Tick], shards: usize, out: &mut Vec<u8>) {
     let runners = (0..shards).map(|_| rise_spike_runner()).collect();
-    let mut r = cep_runtime::shard::ShardedRunner::new(cep_runtime::Runner::new(Vec::new()), runners);
+    sharded_pass(ShardedRunner::new(cep_runtime::Runner::new(Vec::new()), runners), ticks, out);
+}
+
+/// `ticks` through `r`, its output appended to `out`.
+fn sharded_pass(mut r: ShardedRunner, ticks: &[Tick], out: &mut Vec<u8>) {
+    let (mut e, tick) = (Event::default(), Sym::new("Tick"));
     for t in ticks {
         w1::fill(&mut e, t, tick);
         r.push(&e, out).expect("events in order");

@@ -3,7 +3,7 @@
 //! events in with [`Runtime::push`], JSON lines (LANGUAGE.md §5) out.
 //!
 //! On one thread it drives a [`Runner`]; with more, a
-//! [`ShardedRunner`]. The output is the
+//! [`ShardedRunner::balanced`]. The output is the
 //! contract's lines in either case: to a writer, a callback, or a channel.
 //! (For matches as typed values, drive a [`Runner`] with a [`Sink`](crate::Sink).)
 
@@ -163,7 +163,10 @@ impl RuntimeBuilder {
         self
     }
 
-    /// Shard threads (default 1; at most 63 queries above 1).
+    /// Threads, the calling thread among them (default 1; at most 63
+    /// queries above 1). Above 1, `n - 1` worker threads and the calling
+    /// thread share the keys ([`ShardedRunner::balanced`]), the calling
+    /// thread running a share that follows the load.
     pub fn threads(mut self, n: usize) -> Self {
         self.threads = n;
         self
@@ -256,21 +259,22 @@ impl RuntimeBuilder {
             if first.len() > 63 {
                 return Err("a runtime on several threads runs at most 63 queries".into());
             }
+            let slices = ShardedRunner::slices_for(self.threads);
             let mut shards = vec![new_runner(first, &self)?];
-            for _ in 1..self.threads {
+            for _ in 1..slices {
                 let progs = programs(&self.queries, &mut self.schema.clone())?;
                 shards.push(new_runner(progs, &self)?);
             }
             if !self.alerts.is_empty() {
                 for (i, shard) in shards.iter_mut().enumerate() {
-                    let mine = self.alerts.iter().filter(|a| shard_of(&a.key, self.threads) == i).cloned().collect();
+                    let mine = self.alerts.iter().filter(|a| shard_of(&a.key, slices) == i).cloned().collect();
                     shard.set_levels(index(mine)?, &mut self.schema.clone());
                 }
             }
             let mut front = Runner::new(Vec::new());
             front.set_max_delay(self.max_delay);
             front.set_late_policy(self.late.clone()).map_err(|e| format!("cannot open the late-event file: {e}"))?;
-            Pipeline::Sharded(Box::new(ShardedRunner::new(front, shards)), out)
+            Pipeline::Sharded(Box::new(ShardedRunner::balanced(front, shards, self.threads - 1)), out)
         };
         Ok(Runtime {
             pipeline,
@@ -332,7 +336,7 @@ impl std::fmt::Debug for Runtime {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         let threads = match &self.pipeline {
             Pipeline::One(..) => 1,
-            Pipeline::Sharded(r, _) => r.shards(),
+            Pipeline::Sharded(r, _) => r.shards() + 1,
         };
         f.debug_struct("Runtime").field("threads", &threads).finish_non_exhaustive()
     }
@@ -410,7 +414,7 @@ impl Runtime {
                 }
             }
             Pipeline::Sharded(r, _) => {
-                let n = r.shards();
+                let n = r.slices();
                 let mut per_shard = vec![programs];
                 for _ in 1..n {
                     let again = compile(text, &mut self.schema.clone(), &opts).map_err(|d| d.render(text, "query"))?;
@@ -449,7 +453,7 @@ impl Runtime {
         match &mut self.pipeline {
             Pipeline::One(r, _) => r.levels_mut().expect("alerts were given").add(alert).map_err(|e| e.to_string()),
             Pipeline::Sharded(r, _) => {
-                let shard = shard_of(&alert.key, r.shards());
+                let shard = shard_of(&alert.key, r.slices());
                 let change = move |r: &mut Runner| match r.levels_mut() {
                     Some(idx) => idx.add(alert).map_err(|e| e.to_string()),
                     None => Err("this shard has no level alerts".into()),
@@ -470,7 +474,7 @@ impl Runtime {
                     r.levels_mut().map(|idx| idx.remove(&id));
                     Ok(())
                 };
-                r.control(shard_of(&key, r.shards()), Box::new(change))?;
+                r.control(shard_of(&key, r.slices()), Box::new(change))?;
                 Ok(true)
             }
         }

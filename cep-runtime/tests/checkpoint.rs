@@ -91,8 +91,10 @@ fn check(case: &Case, delay: i64, seed: u64, cut: usize, construction: Construct
 }
 
 /// The sharded runtime stopped at `cut`, checkpointed (through the file
-/// format) and resumed on new threads gives the lines of one runner.
-fn check_sharded(case: &Case, delay: i64, seed: u64, cut: usize) -> Result<(), TestCaseError> {
+/// format) and resumed on new threads gives the lines of one runner. With
+/// `balanced`, 6 slices shared by the calling thread and 1 worker, moving
+/// at random while events flow, and resumed with another split.
+fn check_sharded(case: &Case, delay: i64, seed: u64, cut: usize, balanced: bool) -> Result<(), TestCaseError> {
     let events = displaced(&case.events, delay, seed);
     let cut = cut % (events.len() + 1);
     let mut whole = runner(case, delay, Construction::Direct);
@@ -105,13 +107,22 @@ fn check_sharded(case: &Case, delay: i64, seed: u64, cut: usize) -> Result<(), T
         if let Some(s) = front {
             f.restore(s).unwrap();
         }
-        let mut rs: Vec<Runner> = (0..2).map(|_| runner(case, 0, Construction::Direct)).collect();
+        let resumed = shards.is_some();
+        let n = if balanced { 6 } else { 2 };
+        let mut rs: Vec<Runner> = (0..n).map(|_| runner(case, 0, Construction::Direct)).collect();
         if let Some(ss) = shards {
+            assert_eq!(ss.len(), n, "a state per slice");
             for (r, s) in rs.iter_mut().zip(ss) {
                 r.restore(s).unwrap();
             }
         }
-        ShardedRunner::new(f, rs)
+        if !balanced {
+            return ShardedRunner::new(f, rs);
+        }
+        let mut r = ShardedRunner::split(f, rs, 1, if resumed { 1 } else { 4 }, false);
+        r.set_flush_after(std::time::Duration::ZERO);
+        r.shuffle_slices(seed);
+        r
     };
     let mut out = Vec::new();
     let mut first = sharded(None, None);
@@ -150,7 +161,8 @@ proptest! {
     fn sharded_resumed_anywhere_equals_one_runner(case in prop_oneof![
         arb_case("skip-till-any-match"), arb_case("skip-till-next-match"), arb_case("strict-contiguity")],
         delay in prop_oneof![Just(0i64), 1i64..4], seed in any::<u64>(), cut in any::<usize>()) {
-        check_sharded(&case, delay, seed, cut)?;
+        check_sharded(&case, delay, seed, cut, false)?;
+        check_sharded(&case, delay, seed, cut, true)?;
     }
 
     #[test]

@@ -74,8 +74,51 @@ fn check(case: &Case, shards: usize, delay: i64, flush_now: bool) -> Result<(), 
     Ok(())
 }
 
+/// [`check`] for the balanced runtime: `slices` slices, `workers`
+/// workers, the first `here` slices on the calling thread, and a slice
+/// moved at random at every send (with `flush_now`, after every event).
+fn check_balanced(
+    case: &Case,
+    (slices, workers, here): (usize, usize, usize),
+    delay: i64,
+    flush_now: bool,
+    seed: u64,
+) -> Result<(), TestCaseError> {
+    let want = one_thread(runner(case, &mut case.schema.clone(), delay), &case.events);
+    let mut front = Runner::new(Vec::new());
+    front.set_max_delay(delay);
+    let runners = (0..slices).map(|_| runner(case, &mut case.schema.clone(), 0)).collect();
+    let mut r = ShardedRunner::split(front, runners, workers, here, false);
+    r.shuffle_slices(seed);
+    if flush_now {
+        r.set_flush_after(Duration::ZERO);
+    }
+    let mut out = Vec::new();
+    for e in &case.events {
+        r.push(e, &mut out).unwrap();
+    }
+    let summary = r.finish(&mut out).unwrap();
+    prop_assert!(r.moves() > 0, "no slice moved");
+    prop_assert_eq!(summary.matches.iter().sum::<u64>() + summary.fires, want.len() as u64);
+    prop_assert_eq!(lines(out), want, "query: {}", case.query);
+    Ok(())
+}
+
 proptest! {
     #![proptest_config(ProptestConfig { cases: 300, ..ProptestConfig::default() })]
+
+    /// Slices run on the calling thread and on workers, moving between
+    /// them at random while events flow (each move in band: a slice given
+    /// away at once, one taken back after its worker has run what came
+    /// before): the matches of one runner.
+    #[test]
+    fn slices_moving_between_threads_equal_one(case in prop_oneof![
+        arb_case("skip-till-any-match"), arb_case("skip-till-next-match"), arb_case("strict-contiguity")],
+        layout in prop_oneof![Just((4usize, 1usize, 1usize)), Just((8, 1, 0)), Just((6, 2, 3)), Just((3, 2, 3))],
+        delay in prop_oneof![Just(0i64), 1i64..4], flush_now in prop_oneof![3 => Just(true), 1 => Just(false)],
+        seed: u64) {
+        check_balanced(&case, layout, delay, flush_now, seed)?;
+    }
 
     #[test]
     fn two_and_three_shards_equal_one(case in prop_oneof![
@@ -205,6 +248,18 @@ fn queries_on_different_keys_and_levels_over_full_batches_equal_one() {
         let (got, total) = sharded(ShardedRunner::new(Runner::new(Vec::new()), shards), &events);
         assert_eq!(total, want.len() as u64, "{n} shards");
         assert!(got == want, "{n} shards: outputs differ");
+    }
+    // Balanced, 8 slices on this thread and 1 or 2 workers, moving at
+    // random at every send, and following the load.
+    for (workers, shuffle) in [(1, true), (2, true), (1, false)] {
+        let slices = (0..8).map(|i| runner_with_levels(&schema, Some((i, 8)))).collect();
+        let mut r = ShardedRunner::balanced(Runner::new(Vec::new()), slices, workers);
+        if shuffle {
+            r.shuffle_slices(7);
+        }
+        let (got, total) = sharded(r, &events);
+        assert_eq!(total, want.len() as u64, "balanced, {workers} workers");
+        assert!(got == want, "balanced, {workers} workers, shuffled {shuffle}: outputs differ");
     }
 }
 
