@@ -10,7 +10,7 @@
 //!
 //! `cargo run --release -p cep-bench --example w5_inline_split [K...]`
 //! (default `64 16 20 24 32 s`, where `s` is `ShardedRunner` with two shard
-//! threads; five rounds, each runs every `K` once).
+//! threads; five rounds, `ROUNDS=N` for N, each runs every `K` once).
 
 use std::sync::mpsc::sync_channel;
 use std::time::Instant;
@@ -19,7 +19,7 @@ use cep_bench::suite::{rise_spike_runner as runner, runtime_output, sharded_outp
 use cep_bench::w1;
 use cep_core::{Event, Sym};
 use cep_runtime::JsonLines;
-use cep_runtime::shard::shard_of;
+use cep_runtime::shard::{ShardedRunner, shard_of};
 
 /// Batches queued for the worker.
 const IN_FLIGHT: usize = 16;
@@ -83,6 +83,21 @@ fn sharded_pass(ticks: &[w1::Tick], balanced: bool) -> (f64, usize) {
     (ticks.len() as f64 / start.elapsed().as_secs_f64(), out.iter().filter(|&&b| b == b'\n').count())
 }
 
+/// One pass through `ShardedRunner::split`: `slices` slices, the first
+/// `here` on this thread, one worker, no moves.
+fn split_pass(ticks: &[w1::Tick], slices: usize, here: usize) -> (f64, usize) {
+    let (start, mut out) = (Instant::now(), Vec::new());
+    let runners = (0..slices).map(|_| runner()).collect();
+    let mut r = ShardedRunner::split(cep_runtime::Runner::new(Vec::new()), runners, 1, here, false);
+    let (mut e, tick) = (Event::default(), Sym::new("Tick"));
+    for t in ticks {
+        w1::fill(&mut e, t, tick);
+        r.push(&e, &mut out).expect("in order");
+    }
+    r.finish(&mut out).expect("no output to fail");
+    (ticks.len() as f64 / start.elapsed().as_secs_f64(), out.iter().filter(|&&b| b == b'\n').count())
+}
+
 fn main() {
     let mut ks: Vec<String> = std::env::args().skip(1).collect();
     if ks.is_empty() {
@@ -90,11 +105,13 @@ fn main() {
     }
     let ticks: Vec<w1::Tick> = w1::Ticks::new(w1::TICKS).collect();
     let mut rates = vec![Vec::new(); ks.len()];
-    for _ in 0..5 {
+    let rounds: usize = std::env::var("ROUNDS").ok().and_then(|r| r.parse().ok()).unwrap_or(5).max(1);
+    for _ in 0..rounds {
         for (k, rates) in ks.iter().zip(&mut rates) {
-            let (rate, lines) = match k.parse::<usize>() {
-                Ok(k) => pass(&ticks, k.min(BUCKETS)),
-                Err(_) => sharded_pass(&ticks, k == "b"),
+            let (rate, lines) = match (k.parse::<usize>(), k.split_once(':')) {
+                (Ok(k), _) => pass(&ticks, k.min(BUCKETS)),
+                (_, Some((v, h))) => split_pass(&ticks, v.parse().expect("slices"), h.parse().expect("here")),
+                _ => sharded_pass(&ticks, k == "b"),
             };
             assert_eq!(lines, 450, "k = {k}: the W1 matches");
             rates.push(rate);
@@ -104,6 +121,7 @@ fn main() {
         let name = match (k.parse::<usize>().is_ok(), k == "b") {
             (true, _) => format!("k = {k:>2} of {BUCKETS}"),
             (false, true) => "ShardedRunner::balanced, 1 worker".into(),
+            _ if k.contains(':') => format!("ShardedRunner::split {k} (slices:here), 1 worker"),
             (false, false) => "ShardedRunner, 2 shards".into(),
         };
         println!("{name}: {}", cep_bench::median_line(rates));

@@ -39,6 +39,7 @@ impl Clone for Event {
     /// wide loads of fields the caller has just written wait until those
     /// stores reach the cache (a sixth of the calling thread's time on the
     /// sharded runtime's W5, which copies every event into its batch).
+    #[inline]
     fn clone_from(&mut self, source: &Event) {
         self.ty = source.ty;
         self.ts = source.ts;

@@ -76,6 +76,30 @@
 //! from 1.38× to 1.43×, 1.55× to 1.77× and 1.33× to 1.53× (medians; the
 //! ceiling 1.45×, 1.99× and 1.58×).
 //!
+//! # The calling thread as a shard: [`ShardedRunner::balanced`]
+//!
+//! With [`ShardedRunner::new`], the calling thread orders, routes and
+//! copies every event, and the shard threads run the queries: on two cores
+//! with two shards, three busy threads share two cores. The balanced
+//! runtime instead cuts the keys into more *slices* than threads (a slice:
+//! the keys that [`shard_of`] puts there among as many; a runner of its
+//! own) and lets the calling thread run some slices itself, event by event,
+//! as a shard would. Which thread runs which slice follows the load
+//! (see below): the calling thread also orders, routes and copies, so its
+//! fair share depends on how heavy the queries are, which only running
+//! them tells. A slice moves between threads whole, with its runner and so
+//! with all its keys' state, in band:
+//!
+//! - given away: the runner goes down the worker's queue after the events
+//!   sent before, and the slice's next events follow it;
+//! - taken back: the worker sends the runner back once it has run what
+//!   was sent before; until it comes, the slice's events wait on the calling
+//!   thread, which then runs them and carries on.
+//!
+//! A worker gets all its slices' events in one batch per send (a bundle),
+//! each with its slice, and hands each runner its own, picked
+//! out by reference. Checkpoints hold a state per slice, wherever it runs.
+//!
 //! Matches are the same multiset as on one thread; their order between
 //! shards is not (within a key it is).
 
@@ -87,8 +111,12 @@ use std::time::{Duration, Instant};
 use cep_core::parallel::{ParseJob, PartedBlock, Partition};
 use cep_core::{Event, FieldId, Sym, Timestamp, Value};
 use cep_nfa::program::Program;
-use crossbeam_channel::{Receiver, RecvError, Sender, TryRecvError, bounded, select, unbounded};
+use crossbeam_channel::{Receiver, RecvError, Sender, TryRecvError, TrySendError, bounded, select, unbounded};
+use std::sync::atomic::{AtomicU64, Ordering};
 
+mod balance;
+
+use self::balance::{Balance, Load, Step};
 use crate::checkpoint::ShardedSnapshot;
 use crate::{JsonLines, LEVELS_BIT, PushError, QueryInfo, Runner, RunnerSnapshot, RunnerStats, Sink, Summary};
 
@@ -201,6 +229,8 @@ struct Batch {
     /// fixed while a batch fills (they change only between batches), and
     /// with every query keyed by one field each event is for all of them.
     mask: u64,
+    /// An event was added past those kept (see [`Bundle::lay_out`]).
+    grew: bool,
 }
 
 impl Batch {
@@ -220,7 +250,10 @@ impl Batch {
     fn copy(&mut self, e: &Event) {
         match self.events.get_mut(self.len) {
             Some(slot) => slot.clone_from(e),
-            None => self.events.push(e.clone()),
+            None => {
+                self.events.push(e.clone());
+                self.grew = true;
+            }
         }
         self.len += 1;
     }
@@ -259,18 +292,14 @@ impl Batch {
     }
 }
 
-/// What the reader sends a worker thread at once: the events of the
-/// slices it runs, each with its slice, then the watermark. One message
-/// per worker and send, whatever the number of slices, so the bounded
-/// queue counts sends. The events are in one batch, in the order they
-/// came, not in one batch per slice: writing into one batch for each of 16
-/// slices, the calling thread ran half as fast (its stores into the kept
-/// events missed the caches: 16 streams, where 1 or 2 are prefetched).
+/// What the reader sends a worker thread at once: per slice, its events
+/// (none for the slices the worker does not run), then the watermark. One
+/// message per worker and send, whatever the number of slices, so the
+/// bounded queue counts sends.
 #[derive(Debug, Default)]
 struct Bundle {
-    batch: Batch,
-    /// Per event of `batch`, its slice.
-    slices: Vec<u16>,
+    /// Per slice (by index), its events.
+    parts: Vec<Batch>,
     /// The watermark to apply after the events (`Timestamp::MIN`: none).
     wm: Timestamp,
 }
@@ -280,24 +309,61 @@ impl Bundle {
     /// every event (see [`Batch::mask`]).
     #[inline(always)]
     fn push_for_all(&mut self, e: &Event, j: usize, mask: u64) {
-        self.batch.push_for_all(e, mask);
-        self.slices.push(j as u16);
+        self.part(j).push_for_all(e, mask);
     }
 
     /// Appends `e`, for slice `j` and the queries of `mask`.
     #[inline]
     fn push(&mut self, e: &Event, j: usize, mask: u64) {
-        self.batch.push(e, mask);
-        self.slices.push(j as u16);
+        self.part(j).push(e, mask);
+    }
+
+    /// Slice `j`'s part.
+    #[inline(always)]
+    fn part(&mut self, j: usize) -> &mut Batch {
+        &mut self.parts[j]
+    }
+
+    /// An empty bundle for `slices` slices.
+    fn new(slices: usize) -> Bundle {
+        Bundle { parts: (0..slices).map(|_| Batch::default()).collect(), wm: Timestamp::MIN }
     }
 
     /// Empties the bundle, keeping its capacity.
     fn clear(&mut self) {
-        self.batch.clear();
-        self.slices.clear();
+        self.parts.iter_mut().for_each(Batch::clear);
         self.wm = Timestamp::MIN;
     }
+
+    /// Whether its parts should be laid out again: it is new, or a part
+    /// grew past the events it kept.
+    fn needs_layout(&self) -> bool {
+        self.parts.iter().all(|p| p.events.is_empty()) || self.parts.iter().any(|p| p.grew)
+    }
+
+    /// Lays the parts out anew: each part's events (as many as it held at
+    /// most, and at least its share of a batch, with a quarter more),
+    /// allocated one after the other with `width` fields each. So that a
+    /// part's events lie in order in memory, as they are written: grown one
+    /// by one while events of every slice come, they lay scattered, each
+    /// copy into them missed the caches, and the calling thread copied into
+    /// 8 parts at a third of the speed of 1 (46 against 13.5 ns an event).
+    /// Every slice's part, not only those of the worker's slices now: a
+    /// slice given to the worker later finds its parts ready.
+    fn lay_out(&mut self, slices: usize, width: usize) {
+        self.parts.resize_with(slices, Batch::default);
+        let share = BATCH / slices;
+        for part in &mut self.parts {
+            let want = part.events.len().max(share) * 5 / 4;
+            part.events = Vec::with_capacity(want);
+            part.events.resize_with(want, || Event { fields: vec![Value::Null; width], ..Event::default() });
+            part.grew = false;
+        }
+    }
 }
+
+/// [`Batcher::worker_of`] for a slice run on the calling thread.
+const HERE: u32 = u32::MAX;
 
 /// Where a slice's runner is.
 enum Slot {
@@ -420,7 +486,7 @@ impl ShardedRunner {
     /// keys, a key's slice being [`shard_of`] its key among as many): the
     /// calling thread runs some slices itself, as each event comes, and
     /// hands the others' events to the workers in batches. Which thread runs
-    /// which slice follows the load (see [`Balance`]): the calling thread
+    /// which slice follows the load (see the [module](self) docs): the calling thread
     /// also orders, routes and copies every event, so it starts with half a
     /// fair share of the slices; a worker whose queue stays full gives one
     /// back to it, and when every worker's queue stays empty it gives one
@@ -470,17 +536,19 @@ impl ShardedRunner {
     pub fn split(front: Runner, slices: Vec<Runner>, workers: usize, here: usize, follow: bool) -> ShardedRunner {
         assert!(workers > 0 && slices.len() >= workers, "a balanced runtime needs a worker and a slice for each");
         let owners = (0..slices.len()).map(|j| (j >= here).then_some(j % workers)).collect();
-        let mut balance = Balance::new(workers);
+        let mut balance = Balance::new();
         balance.follow = follow;
         ShardedRunner::start(front, slices, owners, workers, Some(balance))
     }
 
     /// The slices [`balanced`](Self::balanced) uses for `threads` threads
-    /// in all (the calling thread among them): 16, or four per thread when
-    /// there are more than four threads; enough that moving one shifts a
-    /// small share of the load.
+    /// in all (the calling thread among them): four per thread, so that
+    /// moving one shifts an eighth of the load between two threads. More
+    /// cost more than they give: each slice is a runner of its own, and
+    /// the same W5 events ran 2 % slower on one thread split over 8 runners
+    /// than on one runner, 20 % slower over 16.
     pub fn slices_for(threads: usize) -> usize {
-        (4 * threads).max(16)
+        4 * threads.max(1)
     }
 
     /// Starts `workers` worker threads, each with the runners of the slices
@@ -511,12 +579,19 @@ impl ShardedRunner {
             }
         }
         let (out_tx, rx) = unbounded();
+        let busy: Arc<Vec<AtomicU64>> = Arc::new((0..workers).map(|_| AtomicU64::new(0)).collect());
         let mut txs = Vec::with_capacity(workers);
         let mut handles = Vec::with_capacity(workers);
         for (i, runners) in owned.into_iter().enumerate() {
             let (tx, shard_rx) = bounded(IN_FLIGHT);
-            let shard =
-                Shard { me: i, runners, rx: shard_rx, out: out_tx.clone(), events: Vec::new(), starts: Vec::new() };
+            let shard = Shard {
+                me: i,
+                runners,
+                rx: shard_rx,
+                out: out_tx.clone(),
+                events: Vec::new(),
+                busy: Arc::clone(&busy),
+            };
             let handle = std::thread::Builder::new()
                 .name(format!("cep-shard-{i}"))
                 .spawn(move || shard.run())
@@ -526,7 +601,7 @@ impl ShardedRunner {
         }
         ShardedRunner {
             front,
-            batches: Batcher::new(txs, slots, keys, level_key, balance),
+            batches: Batcher::new(txs, slots, keys, level_key, balance, Meter::new(busy)),
             handles,
             rx,
             infos,
@@ -607,7 +682,7 @@ impl ShardedRunner {
         }
     }
 
-    /// Slices moved between threads so far (see [`Balance`]).
+    /// Slices moved between threads so far ([`balanced`](Self::balanced)).
     pub fn moves(&self) -> u64 {
         self.batches.balance.as_ref().map_or(0, |b| b.moves)
     }
@@ -1154,6 +1229,11 @@ struct Batcher {
     masks: Vec<u64>,
     /// Per slice, where its runner is.
     slots: Vec<Slot>,
+    /// Per slice, the worker that runs it, or [`HERE`] (on the calling
+    /// thread, or on its way back to it): `slots` in a form that routing
+    /// reads fast (an enum with a batch in it took 10 instructions an event
+    /// to tell apart).
+    worker_of: Vec<u32>,
     /// The output of the slices run here, until written.
     here: JsonLines<Vec<u8>>,
     /// Per worker, the bundle being filled.
@@ -1166,12 +1246,16 @@ struct Batcher {
     released_ts: Timestamp,
     /// The last watermark sent.
     sent_wm: Timestamp,
+    /// The fields of an event sent last (to lay out bundles).
+    width: usize,
     /// Per worker, bundles sent before; one the worker has dropped is
     /// refilled (at most `IN_FLIGHT + 2` per worker ever exist: its queue,
     /// the bundle it runs, and one being handed over).
     pool: Vec<Vec<Arc<Bundle>>>,
     /// Moving slices between the threads ([`ShardedRunner::balanced`]).
     balance: Option<Balance>,
+    /// What the balancing measures.
+    meter: Meter,
     /// A worker has stopped (its receiver is gone).
     stopped: bool,
 }
@@ -1183,6 +1267,7 @@ impl Batcher {
         keys: Vec<Option<FieldId>>,
         level_key: Option<FieldId>,
         balance: Option<Balance>,
+        meter: Meter,
     ) -> Batcher {
         let (workers, slices) = (txs.len(), slots.len());
         Batcher {
@@ -1191,15 +1276,18 @@ impl Batcher {
             keys,
             level_key,
             masks: vec![0; slices],
+            worker_of: slots.iter().map(|s| if let Slot::There(w) = s { *w as u32 } else { HERE }).collect(),
             slots,
             here: JsonLines::new(Vec::new()),
-            filling: (0..workers).map(|_| Bundle::default()).collect(),
+            filling: (0..workers).map(|_| Bundle::new(slices)).collect(),
             len: 0,
             first_at: Instant::now(),
             released_ts: Timestamp::MIN,
             sent_wm: Timestamp::MIN,
+            width: 0,
             pool: vec![Vec::new(); workers],
             balance,
+            meter,
             stopped: false,
         }
     }
@@ -1214,19 +1302,24 @@ impl Batcher {
     /// waiting while a worker's queue is full; the slices run here move to
     /// `wm` too. Then, when balancing, maybe moves a slice.
     fn send(&mut self, wm: Timestamp) -> io::Result<()> {
+        let full = self.len >= BATCH;
         self.len = 0;
         for w in 0..self.txs.len() {
-            if let Some(balance) = &mut self.balance {
-                balance.depth[w] += self.txs[w].len();
-            }
             let pool = &mut self.pool[w];
-            let i = free_bundle(pool);
+            let i = free_bundle(pool, self.slots.len());
             let bundle = Arc::get_mut(&mut pool[i]).expect("no shard holds a free bundle");
             std::mem::swap(bundle, &mut self.filling[w]);
             bundle.wm = wm;
-            self.filling[w].clear();
+            if let Some(p) = bundle.parts.iter().find(|p| p.len > 0) {
+                self.width = p.events[p.len - 1].fields.len();
+            }
+            let next = &mut self.filling[w];
+            next.clear();
+            if next.needs_layout() {
+                next.lay_out(self.slots.len(), self.width);
+            }
             let bundle = ToShard::Bundle(Arc::clone(&pool[i]));
-            self.deliver(w, bundle)?;
+            self.deliver_timed(w, bundle)?;
         }
         if wm > Timestamp::MIN {
             for slot in &mut self.slots {
@@ -1236,7 +1329,28 @@ impl Batcher {
             }
             self.sent_wm = wm;
         }
-        self.rebalance()
+        self.rebalance(full)
+    }
+
+    /// [`deliver`](Self::deliver), counting the time waited when the queue
+    /// is full (for the balancing) and the events of a bundle.
+    fn deliver_timed(&mut self, w: usize, msg: ToShard) -> io::Result<()> {
+        if let ToShard::Bundle(b) = &msg {
+            self.meter.sent[w] += b.parts.iter().map(|p| p.len as u64).sum::<u64>();
+        }
+        match self.txs[w].try_send(msg) {
+            Ok(()) => Ok(()),
+            Err(TrySendError::Full(msg)) => {
+                let start = Instant::now();
+                let sent = self.deliver(w, msg);
+                self.meter.waited += start.elapsed();
+                sent
+            }
+            Err(TrySendError::Disconnected(_)) => {
+                self.stopped = true;
+                Err(io::Error::other(format!("shard {w} stopped")))
+            }
+        }
     }
 
     /// Sends `msg` to worker `w`; an error if the worker has stopped (its
@@ -1286,20 +1400,33 @@ impl Batcher {
             runner.advance_watermark(self.sent_wm, &mut self.here)?;
         }
         self.slots[j] = Slot::Here(runner);
+        self.worker_of[j] = HERE;
         Ok(())
     }
 
-    /// After a send, when balancing: every [`Balance::EVERY`] sends, moves
-    /// a slice if the workers' queues say so (see [`Balance`]).
-    fn rebalance(&mut self) -> io::Result<()> {
+    /// After a send, when balancing: every [`Balance::EVERY`] sends, looks
+    /// at the load (see the `balance` module) and maybe moves a slice.
+    fn rebalance(&mut self, full: bool) -> io::Result<()> {
         let Some(balance) = &mut self.balance else { return Ok(()) };
-        let Some(step) = balance.decide(&self.slots) else { return Ok(()) };
-        balance.moves += 1;
+        let step = if let Some(state) = &mut balance.chaos {
+            chaos_move(state, &self.slots, self.txs.len())
+        } else if balance.count_send(full) {
+            let load = self.meter.take(&self.slots);
+            let step = balance.look(&load);
+            step.and_then(|s| self.pick(s))
+        } else {
+            None
+        };
+        let Some(step) = step else { return Ok(()) };
+        if let Some(b) = &mut self.balance {
+            b.moves += 1;
+        }
         match step {
             Move::Give(j, w) => {
                 let Slot::Here(runner) = std::mem::replace(&mut self.slots[j], Slot::There(w)) else {
                     unreachable!("only a slice run here is given away")
                 };
+                self.worker_of[j] = w as u32;
                 // In band: after the bundles sent so far (none of them has
                 // events of the slice), before the next.
                 self.deliver(w, ToShard::Adopt(j, runner))
@@ -1308,9 +1435,75 @@ impl Batcher {
                 // The bundles were just sent: none being filled holds events
                 // of the slice.
                 self.slots[j] = Slot::Coming(Batch::default());
+                self.worker_of[j] = HERE;
                 self.deliver(w, ToShard::Release(j))
             }
         }
+    }
+
+    /// The slice a step moves: the last of the worker's, or the first of
+    /// the calling thread's; none while one is on its way back.
+    fn pick(&self, step: Step) -> Option<Move> {
+        if self.slots.iter().any(|s| matches!(s, Slot::Coming(..))) {
+            return None;
+        }
+        match step {
+            Step::TakeBack(w) => {
+                let j = self.slots.iter().rposition(|s| matches!(s, Slot::There(v) if *v == w))?;
+                Some(Move::TakeBack(j, w))
+            }
+            Step::Give(w) => Some(Move::Give(self.slots.iter().position(|s| matches!(s, Slot::Here(_)))?, w)),
+        }
+    }
+}
+
+/// What the reader measures for the balancing, between two looks.
+struct Meter {
+    /// When the last look was.
+    since: Instant,
+    /// The time the calling thread waited on full queues since.
+    waited: Duration,
+    /// Per worker, the events sent to it since.
+    sent: Vec<u64>,
+    /// Events released since.
+    released: u64,
+    /// Per worker, its busy nanoseconds so far (it adds to them).
+    busy: Arc<Vec<AtomicU64>>,
+    /// `busy` at the last look.
+    busy_then: Vec<u64>,
+}
+
+impl Meter {
+    /// A meter of the workers whose busy times `busy` holds.
+    fn new(busy: Arc<Vec<AtomicU64>>) -> Meter {
+        let workers = busy.len();
+        Meter {
+            since: Instant::now(),
+            waited: Duration::ZERO,
+            sent: vec![0; workers],
+            released: 0,
+            busy,
+            busy_then: vec![0; workers],
+        }
+    }
+
+    /// The load since the last look, which starts a new window.
+    fn take(&mut self, slots: &[Slot]) -> Load {
+        let now = Instant::now();
+        let wall = now - std::mem::replace(&mut self.since, now);
+        let here_ns = wall.saturating_sub(std::mem::take(&mut self.waited)).as_nanos() as u64;
+        let sent_all: u64 = self.sent.iter().sum();
+        let here_events = std::mem::take(&mut self.released).saturating_sub(sent_all);
+        let workers = (0..self.sent.len())
+            .map(|w| {
+                let busy = self.busy[w].load(Ordering::Relaxed);
+                let ns = busy.saturating_sub(std::mem::replace(&mut self.busy_then[w], busy));
+                let slices = slots.iter().filter(|s| matches!(s, Slot::There(v) if *v == w)).count();
+                (ns, std::mem::take(&mut self.sent[w]), slices)
+            })
+            .collect();
+        let here_slices = slots.iter().filter(|s| matches!(s, Slot::Here(_))).count();
+        Load { here_ns, here_events, here_slices, workers }
     }
 }
 
@@ -1320,83 +1513,6 @@ impl Batcher {
 enum Move {
     Give(usize, usize),
     TakeBack(usize, usize),
-}
-
-/// How [`ShardedRunner::balanced`] follows the load: at each send the
-/// reader notes how many bundles wait in each worker's queue, and every
-/// [`EVERY`](Self::EVERY) sends looks at the average. A worker whose queue
-/// was at least three quarters full runs more than its share (the calling
-/// thread waits for it): it gives one of its slices back to the calling
-/// thread. When every worker's queue was at most a quarter full, the
-/// workers wait for the calling thread: it gives one of its slices to the
-/// worker with the fewest. In between nothing moves, so a split that is
-/// about right stays. A slice given away goes in band, at once; a slice
-/// taken back comes after its worker has run every bundle sent before, and
-/// its events wait on the calling thread meanwhile.
-#[derive(Debug)]
-struct Balance {
-    /// Per worker, the bundles queued at each send since the last look,
-    /// summed.
-    depth: Vec<usize>,
-    /// Sends since the last look.
-    sends: usize,
-    /// `depth` at the last look.
-    before: Vec<usize>,
-    /// Slices moved so far.
-    moves: u64,
-    /// Whether to follow the load (else only `chaos` moves slices).
-    follow: bool,
-    /// For tests: move a slice at random at every send, with this state.
-    chaos: Option<u64>,
-}
-
-impl Balance {
-    /// Sends between two looks: long enough for a queue to fill or drain.
-    const EVERY: usize = 8;
-
-    fn new(workers: usize) -> Balance {
-        Balance { depth: vec![0; workers], sends: 0, before: vec![0; workers], moves: 0, follow: true, chaos: None }
-    }
-
-    /// The move to make now, if any.
-    fn decide(&mut self, slots: &[Slot]) -> Option<Move> {
-        self.sends += 1;
-        if let Some(state) = &mut self.chaos {
-            return chaos_move(state, slots, self.depth.len());
-        }
-        if !self.follow {
-            self.sends = 0;
-            self.depth.fill(0);
-            return None;
-        }
-        if self.sends < Self::EVERY {
-            return None;
-        }
-        self.sends = 0;
-        let depth: Vec<usize> = self.depth.iter_mut().map(|d| std::mem::replace(d, 0)).collect();
-        let before = std::mem::replace(&mut self.before, depth.clone());
-        if slots.iter().any(|s| matches!(s, Slot::Coming(..))) {
-            return None; // one move at a time
-        }
-        let owned = |w: usize| slots.iter().filter(|s| matches!(s, Slot::There(v) if *v == w)).count();
-        // A queue that is full and not draining; one that is nearly empty
-        // and not filling. (A move takes a while to show: the queue drains
-        // or fills at the difference of the two rates. Moving again while
-        // it does would overshoot.)
-        let full = |w: usize| depth[w] * 4 >= 3 * IN_FLIGHT * Self::EVERY && depth[w] >= before[w];
-        let starved = |w: usize| depth[w] * 4 <= IN_FLIGHT * Self::EVERY && depth[w] <= before[w];
-        let busiest = (0..depth.len()).max_by_key(|&w| depth[w])?;
-        if full(busiest) && owned(busiest) > 1 {
-            let j = slots.iter().rposition(|s| matches!(s, Slot::There(v) if *v == busiest))?;
-            return Some(Move::TakeBack(j, busiest));
-        }
-        if (0..depth.len()).all(starved) {
-            let j = slots.iter().position(|s| matches!(s, Slot::Here(_)))?;
-            let w = (0..depth.len()).min_by_key(|&w| owned(w))?;
-            return Some(Move::Give(j, w));
-        }
-        None
-    }
 }
 
 /// A random move (for tests of moving slices): a slice run here to a
@@ -1419,19 +1535,19 @@ fn chaos_move(state: &mut u64, slots: &[Slot], workers: usize) -> Option<Move> {
 }
 
 /// The index of a bundle of `pool` that no worker holds: of those, the one
-/// sent longest ago (a new one if all are held). It
+/// sent longest ago (a new one, for `slices` slices, if all are held). It
 /// moves to the end, so the pool stays in the order its bundles were sent.
 /// Reusing the bundle sent longest ago rather than the one just run lets
 /// its memory leave the caches of the worker's core before the calling
 /// thread writes it again: on W5 with two shards the calling thread's CPU
 /// went from about 23 to 18 ns an event, and the throughput up by a tenth.
-fn free_bundle(pool: &mut Vec<Arc<Bundle>>) -> usize {
+fn free_bundle(pool: &mut Vec<Arc<Bundle>>, slices: usize) -> usize {
     match pool.iter_mut().position(|b| Arc::get_mut(b).is_some()) {
         Some(i) => {
             let bundle = pool.remove(i);
             pool.push(bundle);
         }
-        None => pool.push(Arc::default()),
+        None => pool.push(Arc::new(Bundle::new(slices))),
     }
     pool.len() - 1
 }
@@ -1455,11 +1571,14 @@ impl Batcher {
         if let Some((f, mask)) = self.routes.single() {
             // Without a branch on each slice's mask (which mispredicts),
             // and without a mask per event.
-            let j = field_shard(e, f, self.slots.len());
-            match &mut self.slots[j] {
-                Slot::There(w) => self.filling[*w].push_for_all(e, j, mask),
-                Slot::Here(runner) => runner.push_for(e, mask, &mut self.here).map_err(into_io)?,
-                Slot::Coming(held) => held.push_for_all(e, mask),
+            let j = field_shard(e, f, self.worker_of.len());
+            match self.worker_of[j] {
+                HERE => match &mut self.slots[j] {
+                    Slot::Here(runner) => runner.push_for(e, mask, &mut self.here).map_err(into_io)?,
+                    Slot::Coming(held) => held.push_for_all(e, mask),
+                    Slot::There(_) => unreachable!("`worker_of` follows `slots`"),
+                },
+                w => self.filling[w as usize].push_for_all(e, j, mask),
             }
         } else {
             self.routes.masks(e, &mut self.masks);
@@ -1481,6 +1600,7 @@ impl Batcher {
             self.first_at = Instant::now(); // once per batch
         }
         self.len += 1;
+        self.meter.released += 1;
         self.released_ts = e.ts;
         if self.len >= BATCH {
             return self.send(e.ts);
@@ -1499,8 +1619,9 @@ struct Shard {
     /// A block's events, rebuilt from their flat rows (reused: each keeps
     /// its fields vector).
     events: Vec<Event>,
-    /// Scratch for grouping a bundle's events by slice.
-    starts: Vec<usize>,
+    /// Per worker, the nanoseconds it spent running bundles (this one adds
+    /// to its own; the reader reads them to balance the load).
+    busy: Arc<Vec<AtomicU64>>,
 }
 
 impl Shard {
@@ -1546,7 +1667,12 @@ impl Shard {
             let finish = matches!(msg, ToShard::Finish);
             let was_block = matches!(msg, ToShard::Block(..));
             let result = match msg {
-                ToShard::Bundle(bundle) => self.bundle(&bundle, &mut sink).map_err(|e| e.to_string()),
+                ToShard::Bundle(bundle) => {
+                    let start = Instant::now();
+                    let ran = self.bundle(&bundle, &mut sink).map_err(|e| e.to_string());
+                    self.busy[self.me].fetch_add(start.elapsed().as_nanos() as u64, Ordering::Relaxed);
+                    ran
+                }
                 ToShard::Block(block, mask, wm) => self.block(&block, mask, wm, &mut sink).map_err(|e| e.to_string()),
                 ToShard::Control(j, change) => self.runner(j).and_then(change),
                 ToShard::Checkpoint => self.checkpoint(&mut sink),
@@ -1636,92 +1762,21 @@ impl Shard {
         Ok(())
     }
 
-    /// Runs a bundle's events, where they are, each on its slice's runner,
-    /// then moves every slice it runs to the bundle's watermark. With one
-    /// slice (as [`ShardedRunner::new`] has), its runner gets the batch
-    /// whole; else the events are grouped by slice, by reference and in
-    /// order (a counting sort), and each slice's runner gets its group.
+    /// Runs a bundle's events, where they are, each slice's on its runner,
+    /// then moves every slice it runs to the bundle's watermark.
     fn bundle(&mut self, bundle: &Bundle, sink: &mut JsonLines<Vec<u8>>) -> Result<(), PushError> {
-        let batch = &bundle.batch;
-        let (mut one, mut many) = (None, false);
-        for (j, r) in self.runners.iter().enumerate() {
-            if r.is_some() {
-                many |= one.is_some();
-                one = Some(j);
+        for (j, part) in bundle.parts.iter().enumerate() {
+            if part.len == 0 {
+                continue;
             }
-        }
-        match one {
-            Some(j) if !many => {
-                debug_assert!(
-                    bundle.slices.iter().all(|&s| s as usize == j),
-                    "events of a slice this worker does not run"
-                );
-                batch.run_on(self.runners[j].as_mut().expect("runs slice j"), sink)?;
+            match self.runners.get_mut(j) {
+                Some(Some(runner)) => part.run_on(runner, sink)?,
+                _ => return Err(PushError::Io(io::Error::other(format!("events of slice {j}, not on this shard")))),
             }
-            _ if batch.len > 0 => self.grouped(bundle, sink)?,
-            _ => {}
         }
         if bundle.wm > Timestamp::MIN {
             for (_, runner) in self.mine() {
                 runner.advance_watermark(bundle.wm, sink)?;
-            }
-        }
-        Ok(())
-    }
-
-    /// [`bundle`](Self::bundle)'s events, grouped by slice.
-    fn grouped(&mut self, bundle: &Bundle, sink: &mut JsonLines<Vec<u8>>) -> Result<(), PushError> {
-        let (batch, n) = (&bundle.batch, bundle.batch.len);
-        // Where each slice's group starts, then ends.
-        let starts = &mut self.starts;
-        starts.clear();
-        starts.resize(self.runners.len() + 1, 0);
-        for &j in &bundle.slices {
-            starts[j as usize + 1] += 1;
-        }
-        for j in 1..starts.len() {
-            starts[j] += starts[j - 1];
-        }
-        let mut at = starts.clone();
-        let mut refs: Vec<&Event> = vec![&batch.events[0]; n];
-        let mut masks = vec![0u64; if batch.masks.is_empty() { 0 } else { n }];
-        // Read in order first, so that the grouped reads below find the
-        // events in this core's caches (in order, the hardware prefetches
-        // them; grouped, each would miss).
-        let mut sum = 0i64;
-        for e in &batch.events[..n] {
-            sum = sum.wrapping_add(e.ts);
-            if let (Some(a), Some(b)) = (e.fields.first(), e.fields.last()) {
-                sum = sum.wrapping_add(std::hint::black_box(a).is_null() as i64 + b.is_null() as i64);
-            }
-        }
-        std::hint::black_box(sum);
-        for (i, &j) in bundle.slices.iter().enumerate() {
-            let to = &mut at[j as usize];
-            refs[*to] = &batch.events[i];
-            if let Some(m) = masks.get_mut(*to) {
-                *m = batch.masks[i];
-            }
-            *to += 1;
-        }
-        for (j, runner) in self.runners.iter_mut().enumerate() {
-            let (from, to) = (starts[j], starts[j + 1]);
-            if from == to {
-                continue;
-            }
-            let Some(runner) = runner else {
-                return Err(PushError::Io(io::Error::other(format!("events of slice {j}, not on this shard"))));
-            };
-            if masks.is_empty() {
-                runner.push_batch_for(&refs[from..to], batch.mask, sink)?;
-                continue;
-            }
-            let mut start = from;
-            while start < to {
-                let mask = masks[start];
-                let len = masks[start..to].iter().take_while(|&&m| m == mask).count();
-                runner.push_batch_for(&refs[start..start + len], mask, sink)?;
-                start += len;
             }
         }
         Ok(())
