@@ -555,9 +555,11 @@ impl Runner {
     #[inline]
     pub(crate) fn forward_in_order(&mut self, ts: Timestamp) -> bool {
         // A late event leaves the watermark as it was, for `push`.
-        if !self.forward || self.reorder.is_some() || self.watermark.observe(ts).is_err() {
+        if !self.forward || self.reorder.is_some() || ts < self.watermark.get() {
             return false;
         }
+        // Without a reorder buffer there is no delay to take off.
+        self.watermark.advance(ts);
         self.count_event();
         true
     }
