@@ -1099,7 +1099,7 @@ pub struct PacedRun {
 }
 
 /// W5's latency run: rise_spike over `ticks` through the runtime on
-/// `threads` threads (one: the runner; more: the sharded runtime, its
+/// `threads` threads (one: the runner; more: the balanced runtime, its
 /// partial batches sent after `flush_after` if given), each tick pushed at
 /// its due time — tick `i` at `i / rate` seconds, by busy-waiting on the
 /// wall clock (`rate` infinite: as fast as it goes). A rise_spike match
@@ -1129,8 +1129,8 @@ pub fn paced_run(threads: usize, ticks: &[Tick], rate: f64, flush_after: Option<
         }
         r.finish(&mut sink).expect("no output to fail");
     } else {
-        let shards = (0..threads).map(|_| rise_spike_runner()).collect();
-        let mut r = cep_runtime::shard::ShardedRunner::new(cep_runtime::Runner::new(Vec::new()), shards);
+        let slices = (0..ShardedRunner::slices_for(threads)).map(|_| rise_spike_runner()).collect();
+        let mut r = ShardedRunner::balanced(cep_runtime::Runner::new(Vec::new()), slices, threads - 1);
         if let Some(wait) = flush_after {
             r.set_flush_after(wait);
         }
@@ -1297,7 +1297,7 @@ pub fn workloads(scale: Scale) -> Vec<Workload> {
         "W5",
         format!(
             "rise_spike through the runtime over the first {} W1 ticks (no parsing): the runner on one thread \
-             against the sharded runtime (a routing front and 2 shard threads); matches = output lines. \
+             against the runtime on 2 threads (`ShardedRunner::balanced`: the calling thread runs a share of the keys, a worker the rest); matches = output lines. \
              `2 × 1 thread, keys split` is what two cores give here at best: the ticks split by key in two, each \
              half run by its own runner on its own thread at the same time",
             thousands(n)

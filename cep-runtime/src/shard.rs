@@ -14,10 +14,9 @@
 //! the batch of the shard its key hashes to ([`shard_of`]: for each query
 //! its partition key, a query without a partition on shard 0; for the level
 //! alerts the event's `key` field), with a mask of the queries it is for
-//! there, and writes whatever output the shards have sent. A batch is flat
-//! — event heads in one vector, all fields in another — and recycled: once
-//! its shard has dropped it, the reader refills it in place, so the reader
-//! allocates nothing per event once warm.
+//! there, and writes whatever output the shards have sent. Batches are
+//! recycled: once its shard has dropped one, the reader copies events into
+//! the events it kept, so the reader allocates nothing per event once warm.
 //!
 //! Batches go out (every shard's at once, each with the watermark — the
 //! last released `ts`, or the caller's — in band after its events, so quiet
@@ -84,11 +83,14 @@
 //! runtime instead cuts the keys into more *slices* than threads (a slice:
 //! the keys that [`shard_of`] puts there among as many; a runner of its
 //! own) and lets the calling thread run some slices itself, event by event,
-//! as a shard would. Which thread runs which slice follows the load
-//! (see below): the calling thread also orders, routes and copies, so its
-//! fair share depends on how heavy the queries are, which only running
-//! them tells. A slice moves between threads whole, with its runner and so
-//! with all its keys' state, in band:
+//! as a shard would ([`ShardedRunner::slices_for`]: two slices per thread).
+//! The calling thread starts with half a fair share: it also orders,
+//! routes and copies every event. Which thread runs which slice then
+//! follows the load, measured: the busy time of each thread and each
+//! worker's cost per event predict what moving one slice would do to the
+//! busiest thread, and a slice moves only when that gains at least 5 %
+//! (the private `balance` module). A slice moves between threads whole,
+//! with its runner and so with all its keys' state, in band:
 //!
 //! - given away: the runner goes down the worker's queue after the events
 //!   sent before, and the slice's next events follow it;
@@ -96,9 +98,20 @@
 //!   was sent before; until it comes, the slice's events wait on the calling
 //!   thread, which then runs them and carries on.
 //!
-//! A worker gets all its slices' events in one batch per send (a bundle),
-//! each with its slice, and hands each runner its own, picked
-//! out by reference. Checkpoints hold a state per slice, wherever it runs.
+//! A worker gets its slices' events in one message per send (a bundle),
+//! a batch per slice, each of which it hands to the slice's runner whole.
+//! The events of a bundle's batches are allocated one after another when
+//! the bundle is new, so that each batch lies in order in memory, as the
+//! reader writes it (grown one event at a time while all slices' events
+//! come, they lay scattered and the reader's copies missed the caches).
+//! Checkpoints hold a state per slice, wherever it runs.
+//!
+//! Measured on W5 (rise_spike over the W1 ticks, no parsing), two cores,
+//! in the same rounds: one thread 16.9 M events/s; [`ShardedRunner::new`]
+//! with two shard threads 23.2 M (earlier rounds); the balanced runtime
+//! on two threads, 4 slices of which 1 on the calling thread, 24.7 M; a
+//! hand-written two-thread loop with one runner per thread (the example
+//! `w5_inline_split`, no front, no moves, no watermarks) 26.3–26.9 M.
 //!
 //! Matches are the same multiset as on one thread; their order between
 //! shards is not (within a key it is).
@@ -542,13 +555,14 @@ impl ShardedRunner {
     }
 
     /// The slices [`balanced`](Self::balanced) uses for `threads` threads
-    /// in all (the calling thread among them): four per thread, so that
-    /// moving one shifts an eighth of the load between two threads. More
-    /// cost more than they give: each slice is a runner of its own, and
-    /// the same W5 events ran 2 % slower on one thread split over 8 runners
-    /// than on one runner, 20 % slower over 16.
+    /// in all (the calling thread among them): two per thread. Each slice
+    /// is a runner of its own, and a worker's bundles hold a part per
+    /// slice, so more slices cost: W5 on two threads, in the same rounds,
+    /// ran at 24.7 M events/s with 4 slices (one on the calling thread)
+    /// and 22.2 M with 8 (two), and the same events on one thread split
+    /// over 16 runners ran a fifth slower than on one.
     pub fn slices_for(threads: usize) -> usize {
-        4 * threads.max(1)
+        2 * threads.max(1)
     }
 
     /// Starts `workers` worker threads, each with the runners of the slices
