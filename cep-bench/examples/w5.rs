@@ -1,6 +1,7 @@
 //! W5 throughput only (no latency runs): rise_spike through the runtime on
-//! one thread, on the sharded runtime with 2 shard threads, and the ceiling
-//! (the ticks split by key, each half on its own runner and thread).
+//! one thread, on two (the balanced runtime: the calling thread and a
+//! worker), and the ceiling (the ticks split by key, each half on its own
+//! runner and thread).
 //!
 //! `cargo run --release -p cep-bench --example w5 [TICKS] [RUNS] [1|2|3]`
 //! (3: only the ceiling)

@@ -1,16 +1,18 @@
-//! A prototype of a two-thread design for W5, not the runtime: the calling
+//! A hand-written two-thread loop for W5, beside the runtime: the calling
 //! thread runs the keys of hash buckets `0..k` (of 64) itself, event by
 //! event, and hands the rest to one worker thread in batches of 4,096
 //! events (copied into the events of a batch sent before, oldest first, as
 //! `ShardedRunner` does). With `k` = 64 it is one thread; with `k` = 32 an
-//! even split. It shows what an uneven split buys on two cores, where
-//! `ShardedRunner`'s calling thread competes with its two shard threads:
-//! the calling thread also fills, routes and copies, so it should run fewer
-//! keys than the worker.
+//! even split. It has no front, no watermarks and no moving of keys: what
+//! a split of the keys between the calling thread and one worker gives at
+//! best, against `ShardedRunner::balanced`, which does the same with those.
 //!
-//! `cargo run --release -p cep-bench --example w5_inline_split [K...]`
-//! (default `64 16 20 24 32 s`, where `s` is `ShardedRunner` with two shard
-//! threads; five rounds, `ROUNDS=N` for N, each runs every `K` once).
+//! `cargo run --release -p cep-bench --example w5_inline_split [ARG...]`,
+//! each argument one contender: `K` the loop above; `s` `ShardedRunner::new`
+//! with two shard threads; `b` `ShardedRunner::balanced` with one worker;
+//! `S:H` `ShardedRunner::split` with `S` slices, the first `H` on the
+//! calling thread, none moving (default `64 16 20 24 32 s b`; five rounds,
+//! `ROUNDS=N` for N, each runs every contender once).
 
 use std::sync::mpsc::sync_channel;
 use std::time::Instant;
@@ -101,7 +103,7 @@ fn split_pass(ticks: &[w1::Tick], slices: usize, here: usize) -> (f64, usize) {
 fn main() {
     let mut ks: Vec<String> = std::env::args().skip(1).collect();
     if ks.is_empty() {
-        ks = ["64", "16", "20", "24", "32", "s"].map(String::from).to_vec();
+        ks = ["64", "16", "20", "24", "32", "s", "b"].map(String::from).to_vec();
     }
     let ticks: Vec<w1::Tick> = w1::Ticks::new(w1::TICKS).collect();
     let mut rates = vec![Vec::new(); ks.len()];

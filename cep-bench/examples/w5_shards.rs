@@ -14,13 +14,16 @@
 
 use std::time::Instant;
 
-use cep_bench::suite::runtime_output;
+use cep_bench::suite::{runtime_output, sharded_output};
 use cep_bench::w1;
 
 /// One pass over `ticks` with `shards` shards; its output.
 fn pass(ticks: &[w1::Tick], shards: usize) -> Vec<u8> {
     let mut out = Vec::new();
-    runtime_output(ticks, shards, &mut out);
+    match shards {
+        1 => runtime_output(ticks, 1, &mut out),
+        n => sharded_output(ticks, n, &mut out),
+    }
     out
 }
 

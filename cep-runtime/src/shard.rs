@@ -107,11 +107,13 @@
 //! Checkpoints hold a state per slice, wherever it runs.
 //!
 //! Measured on W5 (rise_spike over the W1 ticks, no parsing), two cores,
-//! in the same rounds: one thread 16.9 M events/s; [`ShardedRunner::new`]
-//! with two shard threads 23.2 M (earlier rounds); the balanced runtime
-//! on two threads, 4 slices of which 1 on the calling thread, 24.7 M; a
-//! hand-written two-thread loop with one runner per thread (the example
-//! `w5_inline_split`, no front, no moves, no watermarks) 26.3–26.9 M.
+//! nine alternating rounds (the example `w5_inline_split`, medians): one
+//! thread 17.0 M events/s, [`ShardedRunner::new`] with two shard threads
+//! 22.3 M (1.31×), the balanced runtime on two threads 24.8 M (1.46×). A
+//! hand-written two-thread loop with one runner per thread (no front, no
+//! moves, no watermarks; the same example) ran 1.5–1.9× in such rounds: what
+//! is left is mostly the reader's work per event (the front, routing to a
+//! slice, a batch per slice) and a runner per slice.
 //!
 //! Matches are the same multiset as on one thread; their order between
 //! shards is not (within a key it is).
@@ -507,8 +509,10 @@ impl ShardedRunner {
     /// with its state, in band, and the matches stay those of one thread.
     ///
     /// On two cores this runs W5 (rise_spike over the W1 ticks, no
-    /// parsing) faster than [`new`](Self::new) with two shard threads,
-    /// where the calling thread is a third thread competing for the cores.
+    /// parsing) about a tenth faster than [`new`](Self::new) with two shard
+    /// threads, where the calling thread is a third thread competing for
+    /// the cores (nine rounds: 24.8 against 22.3 M events/s, one thread
+    /// 17.0 M).
     ///
     /// # Examples
     /// ```
