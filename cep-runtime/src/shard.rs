@@ -386,7 +386,7 @@ enum Slot {
     Here(Box<Runner>),
     /// On worker `w`, which gets the slice's events in bundles.
     There(usize),
-    /// Asked back from its worker (see [`Balance`]): the slice's events wait
+    /// Asked back from its worker (see the `balance` module): the slice's events wait
     /// in the batch until the runner comes back, after the worker has run
     /// every bundle sent before.
     Coming(Batch),
