@@ -17,11 +17,11 @@
 use std::sync::mpsc::sync_channel;
 use std::time::Instant;
 
-use cep_bench::suite::{rise_spike_runner as runner, runtime_output, sharded_output};
+use cep_bench::suite::{rise_spike_runner as runner, runtime_output, sharded_output, sharded_pass};
 use cep_bench::w1;
 use cep_core::{Event, Sym};
-use cep_runtime::JsonLines;
 use cep_runtime::shard::{ShardedRunner, shard_of};
+use cep_runtime::{JsonLines, Runner};
 
 /// Batches queued for the worker.
 const IN_FLIGHT: usize = 16;
@@ -73,30 +73,11 @@ fn pass(ticks: &[w1::Tick], k: usize) -> (f64, usize) {
     (ticks.len() as f64 / start.elapsed().as_secs_f64(), lines)
 }
 
-/// One pass through `ShardedRunner`: with two shard threads (`balanced`
-/// false), or balanced, this thread and one worker.
-fn sharded_pass(ticks: &[w1::Tick], balanced: bool) -> (f64, usize) {
+/// One timed pass of `run` over `ticks` (which writes its output lines):
+/// events per second and the lines.
+fn timed(ticks: &[w1::Tick], run: impl FnOnce(&mut Vec<u8>)) -> (f64, usize) {
     let (start, mut out) = (Instant::now(), Vec::new());
-    if balanced {
-        runtime_output(ticks, 2, &mut out);
-    } else {
-        sharded_output(ticks, 2, &mut out);
-    }
-    (ticks.len() as f64 / start.elapsed().as_secs_f64(), out.iter().filter(|&&b| b == b'\n').count())
-}
-
-/// One pass through `ShardedRunner::split`: `slices` slices, the first
-/// `here` on this thread, one worker, no moves.
-fn split_pass(ticks: &[w1::Tick], slices: usize, here: usize) -> (f64, usize) {
-    let (start, mut out) = (Instant::now(), Vec::new());
-    let runners = (0..slices).map(|_| runner()).collect();
-    let mut r = ShardedRunner::split(cep_runtime::Runner::new(Vec::new()), runners, 1, here, false);
-    let (mut e, tick) = (Event::default(), Sym::new("Tick"));
-    for t in ticks {
-        w1::fill(&mut e, t, tick);
-        r.push(&e, &mut out).expect("in order");
-    }
-    r.finish(&mut out).expect("no output to fail");
+    run(&mut out);
     (ticks.len() as f64 / start.elapsed().as_secs_f64(), out.iter().filter(|&&b| b == b'\n').count())
 }
 
@@ -112,8 +93,14 @@ fn main() {
         for (k, rates) in ks.iter().zip(&mut rates) {
             let (rate, lines) = match (k.parse::<usize>(), k.split_once(':')) {
                 (Ok(k), _) => pass(&ticks, k.min(BUCKETS)),
-                (_, Some((v, h))) => split_pass(&ticks, v.parse().expect("slices"), h.parse().expect("here")),
-                _ => sharded_pass(&ticks, k == "b"),
+                (_, Some((v, h))) => timed(&ticks, |out| {
+                    let runners = (0..v.parse().expect("slices")).map(|_| runner()).collect();
+                    let split =
+                        ShardedRunner::split(Runner::new(Vec::new()), runners, 1, h.parse().expect("here"), false);
+                    sharded_pass(split, &ticks, out)
+                }),
+                _ if k == "b" => timed(&ticks, |out| runtime_output(&ticks, 2, out)),
+                _ => timed(&ticks, |out| sharded_output(&ticks, 2, out)),
             };
             assert_eq!(lines, 450, "k = {k}: the W1 matches");
             rates.push(rate);

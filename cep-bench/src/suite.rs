@@ -840,8 +840,9 @@ pub fn sharded_output(ticks: &[Tick], shards: usize, out: &mut Vec<u8>) {
     sharded_pass(ShardedRunner::new(cep_runtime::Runner::new(Vec::new()), runners), ticks, out);
 }
 
-/// `ticks` through `r`, its output appended to `out`.
-fn sharded_pass(mut r: ShardedRunner, ticks: &[Tick], out: &mut Vec<u8>) {
+/// `ticks` through `r` (each filled into one reused `Event` row), its
+/// output appended to `out`.
+pub fn sharded_pass(mut r: ShardedRunner, ticks: &[Tick], out: &mut Vec<u8>) {
     let (mut e, tick) = (Event::default(), Sym::new("Tick"));
     for t in ticks {
         w1::fill(&mut e, t, tick);

@@ -731,11 +731,8 @@ impl<E: StreamEvent> Engine<E> {
     /// let rows: Vec<Vec<u64>> = engine.drain().map(|m| m.rows).collect();
     /// assert_eq!(rows, [vec![1, 2], vec![0, 3]]);
     /// ```
-    ///
-    /// The events may be given by reference (`&[&E]`), e.g. those of one
-    /// key range picked out of a larger batch, without copying them.
     #[inline]
-    pub fn push_batch<B: std::borrow::Borrow<E>>(&mut self, events: &[B]) -> Result<(), (usize, LateEvent)> {
+    pub fn push_batch(&mut self, events: &[E]) -> Result<(), (usize, LateEvent)> {
         /// Events looked up ahead: enough misses to overlap, few enough
         /// that their lines are still cached when the events come.
         const AHEAD: usize = 8;
@@ -744,7 +741,7 @@ impl<E: StreamEvent> Engine<E> {
             let mut touched = 0u32;
             for (slot, e) in pids.iter_mut().zip(chunk) {
                 // A partition the chunk creates is looked up again below.
-                *slot = self.index.get(&partition_key(&self.prog, e.borrow())).unwrap_or(u32::MAX);
+                *slot = self.index.get(&partition_key(&self.prog, e)).unwrap_or(u32::MAX);
                 if let Some(h) = self.hot.get(*slot as usize) {
                     touched |= h.live;
                 }
@@ -752,7 +749,7 @@ impl<E: StreamEvent> Engine<E> {
             std::hint::black_box(touched);
             for (i, e) in chunk.iter().enumerate() {
                 let hint = (pids[i] != u32::MAX).then_some(pids[i]);
-                self.push_at(e.borrow(), hint).map_err(|late| (c * AHEAD + i, late))?;
+                self.push_at(e, hint).map_err(|late| (c * AHEAD + i, late))?;
             }
         }
         Ok(())

@@ -152,12 +152,12 @@ impl<E: StreamEvent> QueryEngine<E> {
     /// Processes events in order (see [`Engine::push_batch`]); stops at the
     /// first late event, with its index.
     #[inline]
-    pub fn push_batch<B: std::borrow::Borrow<E>>(&mut self, events: &[B]) -> Result<(), (usize, LateEvent)> {
+    pub fn push_batch(&mut self, events: &[E]) -> Result<(), (usize, LateEvent)> {
         match self {
             QueryEngine::Run(x) => x.push_batch(events),
             QueryEngine::Stack(x) => {
                 for (i, e) in events.iter().enumerate() {
-                    x.push(e.borrow()).map_err(|late| (i, late))?;
+                    x.push(e).map_err(|late| (i, late))?;
                 }
                 Ok(())
             }

@@ -641,29 +641,22 @@ impl Runner {
     /// runner.push_batch_for(&events, u64::MAX, &mut |_: &QueryInfo, m: &Match| got.push(m.rows.clone())).unwrap();
     /// assert_eq!(got, [vec![1, 2], vec![0, 3]]);
     /// ```
-    ///
-    /// The events may be given by reference (`&[&Event]`).
-    pub fn push_batch_for<B: std::borrow::Borrow<Event>>(
-        &mut self,
-        events: &[B],
-        mask: u64,
-        sink: &mut impl Sink,
-    ) -> Result<(), PushError> {
+    pub fn push_batch_for(&mut self, events: &[Event], mask: u64, sink: &mut impl Sink) -> Result<(), PushError> {
         let batched = self.engines.len() == 1
             && mask & 1 == 1
             && (mask & LEVELS_BIT == 0 || self.levels.is_none())
             && !self.forward;
         if !batched {
             for e in events {
-                self.push_for(e.borrow(), mask, sink)?;
+                self.push_for(e, mask, sink)?;
             }
             return Ok(());
         }
         let mut start = 0;
         for (i, e) in events.iter().enumerate() {
-            if let Err(wm) = self.watermark.observe(e.borrow().ts) {
+            if let Err(wm) = self.watermark.observe(e.ts) {
                 self.feed_run(&events[start..i], sink)?;
-                self.on_late(e.borrow(), wm)?;
+                self.on_late(e, wm)?;
                 start = i + 1;
             }
         }
@@ -672,7 +665,7 @@ impl Runner {
 
     /// Gives events in event-time order to the one engine, a few at a time
     /// ([`ENGINE_CHUNK`]), taking its matches after each few.
-    fn feed_run<B: std::borrow::Borrow<Event>>(&mut self, events: &[B], sink: &mut impl Sink) -> Result<(), PushError> {
+    fn feed_run(&mut self, events: &[Event], sink: &mut impl Sink) -> Result<(), PushError> {
         if events.is_empty() {
             return Ok(());
         }

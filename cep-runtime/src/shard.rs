@@ -254,13 +254,13 @@ struct Batch {
 }
 
 impl Batch {
-    /// Appends `e`, for the queries of `mask`.
+    /// Appends `e`, for the queries of `mask`. (A batch is filled one way
+    /// only: the routes change only right after a send, when the bundles
+    /// are empty and no slice holds events on its way back, since changing
+    /// them goes through `control` on every slice.)
     #[inline]
     fn push(&mut self, e: &Event, mask: u64) {
-        if self.masks.len() < self.len {
-            // Events came for all the queries of `mask` so far.
-            self.masks.resize(self.len, self.mask);
-        }
+        debug_assert!(self.masks.len() == self.len, "a batch's events are routed one way");
         self.copy(e);
         self.masks.push(mask);
     }
@@ -329,19 +329,13 @@ impl Bundle {
     /// every event (see [`Batch::mask`]).
     #[inline(always)]
     fn push_for_all(&mut self, e: &Event, j: usize, mask: u64) {
-        self.part(j).push_for_all(e, mask);
+        self.parts[j].push_for_all(e, mask);
     }
 
     /// Appends `e`, for slice `j` and the queries of `mask`.
     #[inline]
     fn push(&mut self, e: &Event, j: usize, mask: u64) {
-        self.part(j).push(e, mask);
-    }
-
-    /// Slice `j`'s part.
-    #[inline(always)]
-    fn part(&mut self, j: usize) -> &mut Batch {
-        &mut self.parts[j]
+        self.parts[j].push(e, mask);
     }
 
     /// An empty bundle for `slices` slices.
@@ -506,12 +500,13 @@ impl ShardedRunner {
     /// keys, a key's slice being [`shard_of`] its key among as many): the
     /// calling thread runs some slices itself, as each event comes, and
     /// hands the others' events to the workers in batches. Which thread runs
-    /// which slice follows the load (see the [module](self) docs): the calling thread
-    /// also orders, routes and copies every event, so it starts with half a
-    /// fair share of the slices; a worker whose queue stays full gives one
-    /// back to it, and when every worker's queue stays empty it gives one
-    /// away. Slices are whole runners, so a slice moves between threads
-    /// with its state, in band, and the matches stay those of one thread.
+    /// which slice follows the load: the calling thread also orders, routes
+    /// and copies every event, so it starts with half a fair share of the
+    /// slices; then, from each thread's measured busy time, a slice moves
+    /// when that is predicted to make the busiest thread at least 5 %
+    /// faster (see the [module](self) docs). Slices are whole runners, so a
+    /// slice moves between threads with its state, in band, and the
+    /// matches stay those of one thread.
     ///
     /// On two cores this runs W5 (rise_spike over the W1 ticks, no
     /// parsing) about a tenth faster than [`new`](Self::new) with two shard
@@ -544,10 +539,8 @@ impl ShardedRunner {
     /// # Panics
     /// With no worker, fewer slices than workers, or more than 63 queries.
     pub fn balanced(front: Runner, slices: Vec<Runner>, workers: usize) -> ShardedRunner {
-        assert!(workers > 0 && slices.len() >= workers, "a balanced runtime needs a worker and a slice for each");
-        let n = slices.len();
         // Half a fair share for the calling thread, the rest dealt out.
-        let here = n / (2 * (workers + 1));
+        let here = slices.len() / (2 * (workers + 1));
         ShardedRunner::split(front, slices, workers, here, true)
     }
 
@@ -685,13 +678,6 @@ impl ShardedRunner {
     /// as many (with [`new`](Self::new), one per shard thread).
     pub fn slices(&self) -> usize {
         self.batches.slots.len()
-    }
-
-    /// How many slices the calling thread runs now (none with
-    /// [`new`](Self::new); with [`balanced`](Self::balanced) it follows the
-    /// load).
-    pub fn slices_here(&self) -> usize {
-        self.batches.slots.iter().filter(|s| !matches!(s, Slot::There(_))).count()
     }
 
     /// For tests: from now on, at every send, move a slice at random (one
@@ -1373,10 +1359,8 @@ impl Batcher {
                 self.meter.waited += start.elapsed();
                 sent
             }
-            Err(TrySendError::Disconnected(_)) => {
-                self.stopped = true;
-                Err(io::Error::other(format!("shard {w} stopped")))
-            }
+            // Fails there, and says so.
+            Err(TrySendError::Disconnected(msg)) => self.deliver(w, msg),
         }
     }
 
@@ -1419,16 +1403,22 @@ impl Batcher {
     /// waited for it and the watermark, and from now on every event of the
     /// slice as it comes.
     fn arrive(&mut self, j: usize, mut runner: Box<Runner>) -> Result<(), PushError> {
-        let Slot::Coming(held) = std::mem::replace(&mut self.slots[j], Slot::There(0)) else {
+        let Slot::Coming(held) = std::mem::replace(&mut self.slots[j], Slot::Coming(Batch::default())) else {
             return Err(PushError::Io(io::Error::other(format!("slice {j} came back unasked"))));
         };
         held.run_on(&mut runner, &mut self.here)?;
         if self.sent_wm > Timestamp::MIN {
             runner.advance_watermark(self.sent_wm, &mut self.here)?;
         }
-        self.slots[j] = Slot::Here(runner);
-        self.worker_of[j] = HERE;
+        self.set_slot(j, Slot::Here(runner));
         Ok(())
+    }
+
+    /// Puts slice `j` at `slot`, keeping [`worker_of`](Self::worker_of) in
+    /// step; returns where it was.
+    fn set_slot(&mut self, j: usize, slot: Slot) -> Slot {
+        self.worker_of[j] = if let Slot::There(w) = slot { w as u32 } else { HERE };
+        std::mem::replace(&mut self.slots[j], slot)
     }
 
     /// After a send, when balancing: every [`Balance::EVERY`] sends, looks
@@ -1450,10 +1440,9 @@ impl Batcher {
         }
         match step {
             Move::Give(j, w) => {
-                let Slot::Here(runner) = std::mem::replace(&mut self.slots[j], Slot::There(w)) else {
+                let Slot::Here(runner) = self.set_slot(j, Slot::There(w)) else {
                     unreachable!("only a slice run here is given away")
                 };
-                self.worker_of[j] = w as u32;
                 // In band: after the bundles sent so far (none of them has
                 // events of the slice), before the next.
                 self.deliver(w, ToShard::Adopt(j, runner))
@@ -1461,8 +1450,7 @@ impl Batcher {
             Move::TakeBack(j, w) => {
                 // The bundles were just sent: none being filled holds events
                 // of the slice.
-                self.slots[j] = Slot::Coming(Batch::default());
-                self.worker_of[j] = HERE;
+                self.set_slot(j, Slot::Coming(Batch::default()));
                 self.deliver(w, ToShard::Release(j))
             }
         }
@@ -1471,7 +1459,7 @@ impl Batcher {
     /// The slice a step moves: the last of the worker's, or the first of
     /// the calling thread's; none while one is on its way back.
     fn pick(&self, step: Step) -> Option<Move> {
-        if self.slots.iter().any(|s| matches!(s, Slot::Coming(..))) {
+        if self.coming() > 0 {
             return None;
         }
         match step {
@@ -1648,6 +1636,11 @@ impl Batcher {
     }
 }
 
+/// Why worker `me` cannot run a message for slice `j`.
+fn not_here(j: usize, me: usize) -> String {
+    format!("slice {j} is not on shard {me}")
+}
+
 /// A worker thread's state.
 struct Shard {
     me: usize,
@@ -1691,10 +1684,8 @@ impl Shard {
 
     /// Slice `j`'s runner; an error if this worker does not run it.
     fn runner(&mut self, j: usize) -> Result<&mut Runner, String> {
-        match self.runners.get_mut(j) {
-            Some(Some(r)) => Ok(r),
-            _ => Err(format!("slice {j} is not on shard {}", self.me)),
-        }
+        let me = self.me;
+        self.runners.get_mut(j).and_then(Option::as_deref_mut).ok_or_else(|| not_here(j, me))
     }
 
     /// Runs the bundles until the end of the input or an error, which it
@@ -1720,13 +1711,13 @@ impl Shard {
                     self.runners[j] = Some(runner);
                     Ok(())
                 }
-                ToShard::Release(j) => match self.runners[j].take() {
+                ToShard::Release(j) => match self.runners.get_mut(j).and_then(Option::take) {
                     Some(runner) => {
                         self.send_output(&mut sink);
                         let _ = self.out.send(FromShard::Released(j, runner));
                         Ok(())
                     }
-                    None => Err(format!("slice {j} is not on shard {}", self.me)),
+                    None => Err(not_here(j, self.me)),
                 },
                 ToShard::Help(jobs) => {
                     help = Some(jobs);
@@ -1808,10 +1799,8 @@ impl Shard {
             if part.len == 0 {
                 continue;
             }
-            match self.runners.get_mut(j) {
-                Some(Some(runner)) => part.run_on(runner, sink)?,
-                _ => return Err(PushError::Io(io::Error::other(format!("events of slice {j}, not on this shard")))),
-            }
+            let runner = self.runner(j).map_err(|why| PushError::Io(io::Error::other(why)))?;
+            part.run_on(runner, sink)?;
         }
         if bundle.wm > Timestamp::MIN {
             for (_, runner) in self.mine() {

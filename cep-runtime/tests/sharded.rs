@@ -47,7 +47,7 @@ fn one_thread(mut one: Runner, events: &[Event]) -> Vec<String> {
 
 /// The output of the sharded runtime over `events`, sorted, and its match
 /// and fire counts.
-fn sharded(mut r: ShardedRunner, events: &[Event]) -> (Vec<String>, u64) {
+fn sharded(r: &mut ShardedRunner, events: &[Event]) -> (Vec<String>, u64) {
     let mut out = Vec::new();
     for e in events {
         r.push(e, &mut out).unwrap();
@@ -57,24 +57,37 @@ fn sharded(mut r: ShardedRunner, events: &[Event]) -> (Vec<String>, u64) {
     (lines(out), summary.matches.iter().sum::<u64>() + summary.fires)
 }
 
-/// `flush_now`: every partial batch goes out at the next push (so each
-/// event travels in its own batch, with its own watermark).
-fn check(case: &Case, shards: usize, delay: i64, flush_now: bool) -> Result<(), TestCaseError> {
+/// The sharded runtime `build` makes (from a front with `delay` and
+/// `slices` runners) against one runner. `flush_now`: every partial batch
+/// goes out at the next push (so each event travels in its own batch, with
+/// its own watermark). Returns the runtime, for what else to check.
+fn check_with(
+    case: &Case,
+    slices: usize,
+    delay: i64,
+    flush_now: bool,
+    build: impl FnOnce(Runner, Vec<Runner>) -> ShardedRunner,
+) -> Result<ShardedRunner, TestCaseError> {
     let want = one_thread(runner(case, &mut case.schema.clone(), delay), &case.events);
     let mut front = Runner::new(Vec::new());
     front.set_max_delay(delay);
-    let runners = (0..shards).map(|_| runner(case, &mut case.schema.clone(), 0)).collect();
-    let mut r = ShardedRunner::new(front, runners);
+    let runners = (0..slices).map(|_| runner(case, &mut case.schema.clone(), 0)).collect();
+    let mut r = build(front, runners);
     if flush_now {
         r.set_flush_after(Duration::ZERO);
     }
-    let (got, count) = sharded(r, &case.events);
+    let (got, count) = sharded(&mut r, &case.events);
     prop_assert_eq!(count, want.len() as u64);
     prop_assert_eq!(got, want, "query: {}", case.query);
-    Ok(())
+    Ok(r)
 }
 
-/// [`check`] for the balanced runtime: `slices` slices, `workers`
+/// [`check_with`] on `shards` shard threads.
+fn check(case: &Case, shards: usize, delay: i64, flush_now: bool) -> Result<(), TestCaseError> {
+    check_with(case, shards, delay, flush_now, ShardedRunner::new).map(drop)
+}
+
+/// [`check_with`] for the balanced runtime: `slices` slices, `workers`
 /// workers, the first `here` slices on the calling thread, and a slice
 /// moved at random at every send (with `flush_now`, after every event).
 fn check_balanced(
@@ -84,23 +97,12 @@ fn check_balanced(
     flush_now: bool,
     seed: u64,
 ) -> Result<(), TestCaseError> {
-    let want = one_thread(runner(case, &mut case.schema.clone(), delay), &case.events);
-    let mut front = Runner::new(Vec::new());
-    front.set_max_delay(delay);
-    let runners = (0..slices).map(|_| runner(case, &mut case.schema.clone(), 0)).collect();
-    let mut r = ShardedRunner::split(front, runners, workers, here, false);
-    r.shuffle_slices(seed);
-    if flush_now {
-        r.set_flush_after(Duration::ZERO);
-    }
-    let mut out = Vec::new();
-    for e in &case.events {
-        r.push(e, &mut out).unwrap();
-    }
-    let summary = r.finish(&mut out).unwrap();
+    let r = check_with(case, slices, delay, flush_now, |front, runners| {
+        let mut r = ShardedRunner::split(front, runners, workers, here, false);
+        r.shuffle_slices(seed);
+        r
+    })?;
     prop_assert!(r.moves() > 0, "no slice moved");
-    prop_assert_eq!(summary.matches.iter().sum::<u64>() + summary.fires, want.len() as u64);
-    prop_assert_eq!(lines(out), want, "query: {}", case.query);
     Ok(())
 }
 
@@ -245,19 +247,19 @@ fn queries_on_different_keys_and_levels_over_full_batches_equal_one() {
     }
     for n in [2, 3] {
         let shards = (0..n).map(|i| runner_with_levels(&schema, Some((i, n)))).collect();
-        let (got, total) = sharded(ShardedRunner::new(Runner::new(Vec::new()), shards), &events);
+        let (got, total) = sharded(&mut ShardedRunner::new(Runner::new(Vec::new()), shards), &events);
         assert_eq!(total, want.len() as u64, "{n} shards");
         assert!(got == want, "{n} shards: outputs differ");
     }
-    // Balanced, 8 slices on this thread and 1 or 2 workers, moving at
-    // random at every send, and following the load.
+    // Balanced: 8 slices shared by this thread and 1 or 2 workers, moving
+    // at random at every send, or following the load.
     for (workers, shuffle) in [(1, true), (2, true), (1, false)] {
         let slices = (0..8).map(|i| runner_with_levels(&schema, Some((i, 8)))).collect();
         let mut r = ShardedRunner::balanced(Runner::new(Vec::new()), slices, workers);
         if shuffle {
             r.shuffle_slices(7);
         }
-        let (got, total) = sharded(r, &events);
+        let (got, total) = sharded(&mut r, &events);
         assert_eq!(total, want.len() as u64, "balanced, {workers} workers");
         assert!(got == want, "balanced, {workers} workers, shuffled {shuffle}: outputs differ");
     }
@@ -364,4 +366,55 @@ fn a_shard_that_panics_is_an_error_not_a_silent_loss() {
     }
     let end = r.finish(&mut out).expect_err("finish reports the panicked shard");
     assert!(end.to_string().contains("panicked") || end.to_string().contains("stopped"), "{end}");
+}
+
+/// Queries added and removed while slices move at random at every send
+/// (every event goes out at once): the routes change from one key field
+/// to two and back while a slice may be on its way back to the calling
+/// thread with events waiting for it. The matches of one runner given the
+/// same changes at the same points.
+#[test]
+fn queries_come_and_go_while_slices_move() {
+    let (events, schema) = stream(3_000);
+    let by_k = "QUERY by_k PATTERN SEQ(A a, B b) WHERE [k] AND b.x > a.x WITHIN 40";
+    let by_g = "QUERY by_g PATTERN SEQ(A a, A b) WHERE [g] AND b.x >= 60 WITHIN 20";
+    let program = |q: &str| compile(q, &mut schema.clone(), &Options::default()).expect("compiles").programs.remove(0);
+    let (add_at, remove_at) = (1_000, 2_000);
+
+    let mut one = Runner::new(vec![program(by_k)]);
+    let mut sink = JsonLines::new(Vec::new());
+    for (i, e) in events.iter().enumerate() {
+        if i == add_at {
+            one.add_query(program(by_g)).unwrap();
+        }
+        if i == remove_at {
+            assert!(one.remove_query("by_k"));
+        }
+        one.push(e, &mut sink).unwrap();
+    }
+    one.finish(&mut sink).unwrap();
+    let want = lines(sink.into_inner().unwrap());
+    for name in ["\"by_k\"", "\"by_g\""] {
+        assert!(want.iter().filter(|l| l.contains(name)).count() > 20, "{name} matches");
+    }
+
+    for (slices, workers, here) in [(4, 1, 1), (6, 2, 3)] {
+        let runners = (0..slices).map(|_| Runner::new(vec![program(by_k)])).collect();
+        let mut r = ShardedRunner::split(Runner::new(Vec::new()), runners, workers, here, false);
+        r.shuffle_slices(11);
+        r.set_flush_after(Duration::ZERO);
+        let mut out = Vec::new();
+        for (i, e) in events.iter().enumerate() {
+            if i == add_at {
+                r.add_query((0..slices).map(|_| program(by_g)).collect()).unwrap();
+            }
+            if i == remove_at {
+                assert!(r.remove_query("by_k").unwrap());
+            }
+            r.push(e, &mut out).unwrap();
+        }
+        r.finish(&mut out).unwrap();
+        assert!(r.moves() > 5, "{} moves", r.moves());
+        assert!(lines(out) == want, "{slices} slices on {workers} workers: outputs differ");
+    }
 }
