@@ -1343,18 +1343,25 @@ impl<E> std::fmt::Debug for Engine<E> {
 
 fn window_ok<E>(prog: &Program<E>, run: &Run, j: usize, ts: Timestamp, pos: u64) -> bool {
     match prog.window {
-        Some(Window::Time(w)) if ts.saturating_sub(run.start_ts) > w => return false,
+        Some(Window::Time(w)) if beyond(ts, run.start_ts, w) => return false,
         Some(Window::Events(n)) if pos - run.start_pos > n => return false,
         _ => {}
     }
     if j != run.elem as usize {
         match prog.elements[j].within {
-            Some(Window::Time(w)) if ts.saturating_sub(run.last_ts) > w => return false,
+            Some(Window::Time(w)) if beyond(ts, run.last_ts, w) => return false,
             Some(Window::Events(n)) if pos - run.last_pos > n => return false,
             _ => {}
         }
     }
     true
+}
+
+/// Whether `ts` lies more than `w` after `from`. A gap too wide for a
+/// timestamp is wider than any window: saturating it to `Timestamp::MAX`
+/// would let it pass a window of exactly that width.
+fn beyond(ts: Timestamp, from: Timestamp, w: Timestamp) -> bool {
+    ts.checked_sub(from).is_none_or(|gap| gap > w)
 }
 
 /// Completion conditions of the elements `lo..hi` hold.
