@@ -697,6 +697,28 @@ impl<E: StreamEvent> Engine<E> {
         self.out.pop_front()
     }
 
+    /// Whether a match waits to be taken ([`pop`](Self::pop) would give
+    /// one). Cheap: callers look before they pop, since most events
+    /// complete nothing.
+    ///
+    /// # Examples
+    /// ```
+    /// use cep_core::{Event, Schema, Sym};
+    /// use cep_nfa::compile::{compile, Options};
+    /// use cep_nfa::engine::Engine;
+    ///
+    /// let prog = compile("PATTERN SEQ(A a, B b)", &mut Schema::new(), &Options::default()).unwrap().programs.remove(0);
+    /// let mut engine = Engine::new(prog);
+    /// engine.push(&Event::new(Sym::new("A"), 1, 0, vec![])).unwrap();
+    /// assert!(!engine.has_matches());
+    /// engine.push(&Event::new(Sym::new("B"), 2, 1, vec![])).unwrap();
+    /// assert!(engine.has_matches());
+    /// ```
+    #[inline]
+    pub fn has_matches(&self) -> bool {
+        !self.out.is_empty()
+    }
+
     /// Processes one event. Events must come in non-decreasing `ts` order
     /// (ties in arrival order); an event behind the watermark is rejected.
     #[inline]

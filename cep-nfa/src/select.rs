@@ -189,6 +189,17 @@ impl<E: StreamEvent> QueryEngine<E> {
         }
     }
 
+    /// Whether a match waits to be taken ([`pop`](Self::pop) would give
+    /// one): a look that costs next to nothing, for the many events that
+    /// complete no match.
+    #[inline]
+    pub fn has_matches(&self) -> bool {
+        match self {
+            QueryEngine::Run(x) => x.has_matches(),
+            QueryEngine::Stack(x) => x.has_matches(),
+        }
+    }
+
     /// Bounds the live state per key (see
     /// [`Engine::set_max_partials_per_key`] and
     /// [`StackEngine::set_max_entries_per_key`]).

@@ -579,6 +579,13 @@ impl<E: StreamEvent> StackEngine<E> {
         self.out.pop_front()
     }
 
+    /// Whether a match waits to be taken ([`pop`](Self::pop) would give
+    /// one).
+    #[inline]
+    pub fn has_matches(&self) -> bool {
+        !self.out.is_empty()
+    }
+
     /// Processes one event. Events must come in non-decreasing `ts` order
     /// (ties in arrival order); an event behind the watermark is rejected.
     pub fn push(&mut self, e: &E) -> Result<(), LateEvent> {
