@@ -11,8 +11,12 @@
 //! each argument one contender: `K` the loop above; `s` `ShardedRunner::new`
 //! with two shard threads; `b` `ShardedRunner::balanced` with one worker;
 //! `S:H` `ShardedRunner::split` with `S` slices, the first `H` on the
-//! calling thread, none moving (default `64 16 20 24 32 s b`; five rounds,
-//! `ROUNDS=N` for N, each runs every contender once).
+//! calling thread, none moving; `A:K` the loop above without copies: the
+//! calling thread fills every event into a batch shared with the worker,
+//! and each thread runs its own keys from it; `P:K` the same over events
+//! built before the clock starts (`P:64`: one runner over them) (default
+//! `64 16 20 24 32 s b`; five rounds, `ROUNDS=N` for N, each runs every
+//! contender once).
 
 use std::sync::mpsc::sync_channel;
 use std::time::Instant;
@@ -73,6 +77,99 @@ fn pass(ticks: &[w1::Tick], k: usize) -> (f64, usize) {
     (ticks.len() as f64 / start.elapsed().as_secs_f64(), lines)
 }
 
+/// Like [`pass`], but the calling thread fills every event into a shared
+/// batch, runs its own keys from it, and hands the whole batch to the
+/// worker, which runs the others: no copy, each thread hashes each event.
+fn shared_pass(ticks: &[w1::Tick], k: usize) -> (f64, usize) {
+    use std::sync::Arc;
+    let (to_worker, batches) = sync_channel::<(Arc<Vec<Event>>, usize)>(IN_FLIGHT);
+    let (give_back, given_back) = sync_channel::<Arc<Vec<Event>>>(IN_FLIGHT + 2);
+    let worker = std::thread::spawn(move || {
+        let (mut r, mut sink) = (runner(), JsonLines::new(Vec::new()));
+        for (batch, len) in batches {
+            for e in &batch[..len] {
+                if shard_of(&e.fields[0], BUCKETS) >= k {
+                    r.push(e, &mut sink).expect("in order");
+                }
+            }
+            let _ = give_back.send(batch);
+        }
+        r.finish(&mut sink).expect("no output to fail");
+        sink.into_inner().expect("a Vec")
+    });
+    let start = Instant::now();
+    let (mut mine, mut sink) = (runner(), JsonLines::new(Vec::new()));
+    let tick = Sym::new("Tick");
+    let (mut batch, mut len): (Arc<Vec<Event>>, usize) = (Arc::new(Vec::new()), 0);
+    for t in ticks {
+        let b = Arc::get_mut(&mut batch).expect("not shared");
+        if b.len() == len {
+            b.push(Event::default());
+        }
+        let e = &mut b[len];
+        w1::fill(e, t, tick);
+        len += 1;
+        if shard_of(&e.fields[0], BUCKETS) < k {
+            mine.push(e, &mut sink).expect("in order");
+        }
+        if len == BATCH {
+            to_worker.send((std::mem::take(&mut batch), len)).expect("the worker runs");
+            batch = given_back.try_recv().unwrap_or_default();
+            len = 0;
+        }
+    }
+    to_worker.send((batch, len)).expect("the worker runs");
+    drop(to_worker);
+    mine.finish(&mut sink).expect("no output to fail");
+    let theirs = worker.join().expect("the worker");
+    let lines = sink.into_inner().expect("a Vec").iter().chain(&theirs).filter(|&&b| b == b'\n').count();
+    (ticks.len() as f64 / start.elapsed().as_secs_f64(), lines)
+}
+
+/// Events built before the clock starts: one runner over all of them
+/// (`k` = 64), or the calling thread and one worker each scanning all of
+/// them in batches and running their own keys (buckets `0..k` here).
+fn prebuilt_pass(events: &std::sync::Arc<Vec<Event>>, k: usize) -> (f64, usize) {
+    use std::sync::Arc;
+    let start = Instant::now();
+    let (mut mine, mut sink) = (runner(), JsonLines::new(Vec::new()));
+    if k >= BUCKETS {
+        for e in events.iter() {
+            mine.push(e, &mut sink).expect("in order");
+        }
+        mine.finish(&mut sink).expect("no output to fail");
+        let lines = sink.into_inner().expect("a Vec").iter().filter(|&&b| b == b'\n').count();
+        return (events.len() as f64 / start.elapsed().as_secs_f64(), lines);
+    }
+    let (to_worker, batches) = sync_channel::<(usize, usize)>(IN_FLIGHT);
+    let shared = Arc::clone(events);
+    let worker = std::thread::spawn(move || {
+        let (mut r, mut sink) = (runner(), JsonLines::new(Vec::new()));
+        for (from, to) in batches {
+            for e in &shared[from..to] {
+                if shard_of(&e.fields[0], BUCKETS) >= k {
+                    r.push(e, &mut sink).expect("in order");
+                }
+            }
+        }
+        r.finish(&mut sink).expect("no output to fail");
+        sink.into_inner().expect("a Vec")
+    });
+    for (i, chunk) in events.chunks(BATCH).enumerate() {
+        to_worker.send((i * BATCH, i * BATCH + chunk.len())).expect("the worker runs");
+        for e in chunk {
+            if shard_of(&e.fields[0], BUCKETS) < k {
+                mine.push(e, &mut sink).expect("in order");
+            }
+        }
+    }
+    drop(to_worker);
+    mine.finish(&mut sink).expect("no output to fail");
+    let theirs = worker.join().expect("the worker");
+    let lines = sink.into_inner().expect("a Vec").iter().chain(&theirs).filter(|&&b| b == b'\n').count();
+    (events.len() as f64 / start.elapsed().as_secs_f64(), lines)
+}
+
 /// One timed pass of `run` over `ticks` (which writes its output lines):
 /// events per second and the lines.
 fn timed(ticks: &[w1::Tick], run: impl FnOnce(&mut Vec<u8>)) -> (f64, usize) {
@@ -88,11 +185,26 @@ fn main() {
     }
     let ticks: Vec<w1::Tick> = w1::Ticks::new(w1::TICKS).collect();
     let mut rates = vec![Vec::new(); ks.len()];
+    let prebuilt: std::sync::Arc<Vec<Event>> = std::sync::Arc::new(if ks.iter().any(|k| k.starts_with("P:")) {
+        let tick = Sym::new("Tick");
+        ticks
+            .iter()
+            .map(|t| {
+                let mut e = Event::default();
+                w1::fill(&mut e, t, tick);
+                e
+            })
+            .collect()
+    } else {
+        Vec::new()
+    });
     let rounds: usize = std::env::var("ROUNDS").ok().and_then(|r| r.parse().ok()).unwrap_or(5).max(1);
     for _ in 0..rounds {
         for (k, rates) in ks.iter().zip(&mut rates) {
             let (rate, lines) = match (k.parse::<usize>(), k.split_once(':')) {
                 (Ok(k), _) => pass(&ticks, k.min(BUCKETS)),
+                (_, Some(("P", k))) => prebuilt_pass(&prebuilt, k.parse::<usize>().expect("k").min(BUCKETS)),
+                (_, Some(("A", k))) => shared_pass(&ticks, k.parse::<usize>().expect("k").min(BUCKETS)),
                 (_, Some((v, h))) => timed(&ticks, |out| {
                     let runners = (0..v.parse().expect("slices")).map(|_| runner()).collect();
                     let split =
