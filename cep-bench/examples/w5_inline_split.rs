@@ -14,7 +14,10 @@
 //! calling thread, none moving; `A:K` the loop above without copies: the
 //! calling thread fills every event into a batch shared with the worker,
 //! and each thread runs its own keys from it; `P:K` the same over events
-//! built before the clock starts (`P:64`: one runner over them) (default
+//! built before the clock starts (`P:64`: one runner over them); `O:K`
+//! one runner over the keys of buckets `0..K` only, the rest skipped
+//! (events/s of those run: how an event's cost depends on the share of
+//! the keys a thread holds) (default
 //! `64 16 20 24 32 s b`; five rounds, `ROUNDS=N` for N, each runs every
 //! contender once).
 
@@ -170,6 +173,25 @@ fn prebuilt_pass(events: &std::sync::Arc<Vec<Event>>, k: usize) -> (f64, usize) 
     (events.len() as f64 / start.elapsed().as_secs_f64(), lines)
 }
 
+/// One runner over only the keys of buckets `0..k` (the other events are
+/// skipped, not run anywhere): events/s of those run, to see how the cost
+/// of an event depends on the share of keys one thread holds.
+fn only_pass(ticks: &[w1::Tick], k: usize) -> (f64, usize) {
+    let start = Instant::now();
+    let (mut mine, mut sink) = (runner(), JsonLines::new(Vec::new()));
+    let (mut e, tick) = (Event::default(), Sym::new("Tick"));
+    let mut n = 0usize;
+    for t in ticks {
+        w1::fill(&mut e, t, tick);
+        if shard_of(&e.fields[0], BUCKETS) < k {
+            mine.push(&e, &mut sink).expect("in order");
+            n += 1;
+        }
+    }
+    mine.finish(&mut sink).expect("no output to fail");
+    (n as f64 / start.elapsed().as_secs_f64(), 450)
+}
+
 /// One timed pass of `run` over `ticks` (which writes its output lines):
 /// events per second and the lines.
 fn timed(ticks: &[w1::Tick], run: impl FnOnce(&mut Vec<u8>)) -> (f64, usize) {
@@ -204,6 +226,7 @@ fn main() {
             let (rate, lines) = match (k.parse::<usize>(), k.split_once(':')) {
                 (Ok(k), _) => pass(&ticks, k.min(BUCKETS)),
                 (_, Some(("P", k))) => prebuilt_pass(&prebuilt, k.parse::<usize>().expect("k").min(BUCKETS)),
+                (_, Some(("O", k))) => only_pass(&ticks, k.parse::<usize>().expect("k").min(BUCKETS)),
                 (_, Some(("A", k))) => shared_pass(&ticks, k.parse::<usize>().expect("k").min(BUCKETS)),
                 (_, Some((v, h))) => timed(&ticks, |out| {
                     let runners = (0..v.parse().expect("slices")).map(|_| runner()).collect();
