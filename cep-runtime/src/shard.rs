@@ -82,8 +82,10 @@
 //! with two shards, three busy threads share two cores. The balanced
 //! runtime instead cuts the keys into more *slices* than threads (a slice:
 //! the keys that [`shard_of`] puts there among as many; a runner of its
-//! own) and lets the calling thread run some slices itself, event by event,
-//! as a shard would ([`ShardedRunner::slices_for`]: two slices per thread).
+//! own) and lets the calling thread run some slices itself, as a shard
+//! would ([`ShardedRunner::slices_for`]: two slices per thread); each such
+//! slice gathers up to 64 of its events and runs them as one batch, at
+//! every send and every look at the clock at the latest.
 //! The calling thread starts with half a fair share: it also orders,
 //! routes and copies every event. Which thread runs which slice then
 //! follows the load, measured: the busy time of each thread and each
@@ -386,7 +388,8 @@ const HERE: u32 = u32::MAX;
 
 /// Where a slice's runner is.
 enum Slot {
-    /// On the calling thread, which runs the slice's events as they come.
+    /// On the calling thread, which runs the slice's events a few at a time
+    /// ([`Batcher::gathered`]).
     Here(Box<Runner>),
     /// On worker `w`, which gets the slice's events in bundles.
     There(usize),
@@ -503,7 +506,7 @@ impl ShardedRunner {
     /// A runtime on `workers` threads besides the calling thread, over
     /// `slices` (each a runner with every query and the level alerts of its
     /// keys, a key's slice being [`shard_of`] its key among as many): the
-    /// calling thread runs some slices itself, as each event comes, and
+    /// calling thread runs some slices itself, a few events at a time, and
     /// hands the others' events to the workers in batches. Which thread runs
     /// which slice follows the load: the calling thread also orders, routes
     /// and copies every event, so it starts with half a fair share of the
