@@ -64,20 +64,42 @@ fn pass(ticks: &[w1::Tick], k: usize) -> (f64, usize) {
             Some(slot) => slot.clone_from(&e),
             None => batch.push(e.clone()),
         }
-        len += 1;
-        if len == BATCH {
-            to_worker.send((std::mem::take(&mut batch), len)).expect("the worker runs");
-            // The batch the worker gave back first (the oldest), if any.
-            batch = given_back.try_recv().unwrap_or_default();
-            len = 0;
-        }
+        hand_over(&to_worker, &given_back, &mut batch, &mut len);
     }
     to_worker.send((batch, len)).expect("the worker runs");
     drop(to_worker);
+    end_pass(mine, sink, worker, ticks.len(), start)
+}
+
+/// Counts an event added to `batch`; a full batch goes to the worker, and
+/// the batch it gave back first (the oldest), if any, is filled next.
+fn hand_over<B: Default>(
+    to_worker: &std::sync::mpsc::SyncSender<(B, usize)>,
+    given_back: &std::sync::mpsc::Receiver<B>,
+    batch: &mut B,
+    len: &mut usize,
+) {
+    *len += 1;
+    if *len == BATCH {
+        to_worker.send((std::mem::take(batch), *len)).expect("the worker runs");
+        *batch = given_back.try_recv().unwrap_or_default();
+        *len = 0;
+    }
+}
+
+/// The end of a two-thread pass: finishes this thread's runner, waits for
+/// the worker's output; events per second since `start`, and the lines.
+fn end_pass(
+    mut mine: Runner,
+    mut sink: JsonLines<Vec<u8>>,
+    worker: std::thread::JoinHandle<Vec<u8>>,
+    events: usize,
+    start: Instant,
+) -> (f64, usize) {
     mine.finish(&mut sink).expect("no output to fail");
     let theirs = worker.join().expect("the worker");
     let lines = sink.into_inner().expect("a Vec").iter().chain(&theirs).filter(|&&b| b == b'\n').count();
-    (ticks.len() as f64 / start.elapsed().as_secs_f64(), lines)
+    (events as f64 / start.elapsed().as_secs_f64(), lines)
 }
 
 /// Like [`pass`], but the calling thread fills every event into a shared
@@ -111,22 +133,14 @@ fn shared_pass(ticks: &[w1::Tick], k: usize) -> (f64, usize) {
         }
         let e = &mut b[len];
         w1::fill(e, t, tick);
-        len += 1;
         if shard_of(&e.fields[0], BUCKETS) < k {
             mine.push(e, &mut sink).expect("in order");
         }
-        if len == BATCH {
-            to_worker.send((std::mem::take(&mut batch), len)).expect("the worker runs");
-            batch = given_back.try_recv().unwrap_or_default();
-            len = 0;
-        }
+        hand_over(&to_worker, &given_back, &mut batch, &mut len);
     }
     to_worker.send((batch, len)).expect("the worker runs");
     drop(to_worker);
-    mine.finish(&mut sink).expect("no output to fail");
-    let theirs = worker.join().expect("the worker");
-    let lines = sink.into_inner().expect("a Vec").iter().chain(&theirs).filter(|&&b| b == b'\n').count();
-    (ticks.len() as f64 / start.elapsed().as_secs_f64(), lines)
+    end_pass(mine, sink, worker, ticks.len(), start)
 }
 
 /// Events built before the clock starts: one runner over all of them
@@ -167,10 +181,7 @@ fn prebuilt_pass(events: &std::sync::Arc<Vec<Event>>, k: usize) -> (f64, usize) 
         }
     }
     drop(to_worker);
-    mine.finish(&mut sink).expect("no output to fail");
-    let theirs = worker.join().expect("the worker");
-    let lines = sink.into_inner().expect("a Vec").iter().chain(&theirs).filter(|&&b| b == b'\n').count();
-    (events.len() as f64 / start.elapsed().as_secs_f64(), lines)
+    end_pass(mine, sink, worker, events.len(), start)
 }
 
 /// One runner over only the keys of buckets `0..k` (the other events are
@@ -245,6 +256,9 @@ fn main() {
         let name = match (k.parse::<usize>().is_ok(), k == "b") {
             (true, _) => format!("k = {k:>2} of {BUCKETS}"),
             (false, true) => "ShardedRunner::balanced, 1 worker".into(),
+            _ if k.starts_with("A:") => format!("shared batch, no copies, {k}"),
+            _ if k.starts_with("P:") => format!("events built beforehand, {k}"),
+            _ if k.starts_with("O:") => format!("one runner, a share of the keys only, {k} (events run/s)"),
             _ if k.contains(':') => format!("ShardedRunner::split {k} (slices:here), 1 worker"),
             (false, false) => "ShardedRunner, 2 shards".into(),
         };
