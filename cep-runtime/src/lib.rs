@@ -766,22 +766,21 @@ impl Runner {
     /// `feed` stays small enough to inline into `push`).
     #[inline(never)]
     fn feed_levels(&mut self, e: &Event, sink: &mut impl Sink) -> Result<(), PushError> {
-        if let Some(lv) = &mut self.levels {
-            let at = |f: FieldId| e.fields.get(f as usize).copied().unwrap_or(Value::Null);
-            let key = lv.key.map_or(Value::Null, at);
-            for &(fid, fref) in &lv.fields {
-                let (fires, error) = (&mut self.summary.fires, &mut lv.error);
-                lv.index.update(fref, key, at(fid), e.ts, e.row, |f| {
-                    *fires += 1;
-                    if error.is_none()
-                        && let Err(err) = sink.on_fire(f)
-                    {
-                        *error = Some(err);
-                    }
-                });
-                if let Some(err) = lv.error.take() {
-                    return Err(PushError::Io(err));
+        let Some(lv) = &mut self.levels else { return Ok(()) };
+        let at = |f: FieldId| e.fields.get(f as usize).copied().unwrap_or(Value::Null);
+        let key = lv.key.map_or(Value::Null, at);
+        for &(fid, fref) in &lv.fields {
+            let (fires, error) = (&mut self.summary.fires, &mut lv.error);
+            lv.index.update(fref, key, at(fid), e.ts, e.row, |f| {
+                *fires += 1;
+                if error.is_none()
+                    && let Err(err) = sink.on_fire(f)
+                {
+                    *error = Some(err);
                 }
+            });
+            if let Some(err) = lv.error.take() {
+                return Err(PushError::Io(err));
             }
         }
         Ok(())

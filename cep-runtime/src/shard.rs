@@ -374,10 +374,12 @@ impl Bundle {
     fn lay_out(&mut self, slices: usize, width: usize) {
         self.parts.resize_with(slices, Batch::default);
         let share = BATCH / slices;
+        // One template (each `Event::default()` interns its type name).
+        let blank = Event { fields: vec![Value::Null; width], ..Event::default() };
         for part in &mut self.parts {
             let want = part.events.len().max(share) * 5 / 4;
             part.events = Vec::with_capacity(want);
-            part.events.resize_with(want, || Event { fields: vec![Value::Null; width], ..Event::default() });
+            part.events.resize(want, blank.clone());
             part.grew = false;
         }
     }
@@ -388,9 +390,10 @@ const HERE: u32 = u32::MAX;
 
 /// Where a slice's runner is.
 enum Slot {
-    /// On the calling thread, which runs the slice's events a few at a time
-    /// ([`Batcher::gathered`]).
-    Here(Box<Runner>),
+    /// On the calling thread, with the slice's events gathered and not yet
+    /// run (at most [`HERE_RUN`]; every send runs them first, so nothing
+    /// else sees the runner behind the events routed to it).
+    Here(Box<Runner>, Batch),
     /// On worker `w`, which gets the slice's events in bundles.
     There(usize),
     /// Asked back from its worker (see the `balance` module): the slice's events wait
@@ -599,7 +602,7 @@ impl ShardedRunner {
                     owned[w][slots.len()] = Some(Box::new(runner));
                     slots.push(Slot::There(w));
                 }
-                None => slots.push(Slot::Here(Box::new(runner))),
+                None => slots.push(Slot::Here(Box::new(runner), Batch::default())),
             }
         }
         let (out_tx, rx) = unbounded();
@@ -826,7 +829,8 @@ impl ShardedRunner {
             }
         }
         for (j, slot) in self.batches.slots.iter_mut().enumerate() {
-            if let Slot::Here(runner) = slot {
+            if let Slot::Here(runner, gathered) = slot {
+                debug_assert_eq!(gathered.len, 0, "a send ran what the slice gathered");
                 let snap = runner.snapshot().map_err(|e| io::Error::other(format!("checkpoint: {e}")))?;
                 self.snapshots.push((j, snap));
             }
@@ -918,7 +922,7 @@ impl ShardedRunner {
             *self.batches.here.get_mut() = held;
         }
         match &mut self.batches.slots[slice] {
-            Slot::Here(runner) => change(runner).map_err(|why| PushError::Io(io::Error::other(why))),
+            Slot::Here(runner, _) => change(runner).map_err(|why| PushError::Io(io::Error::other(why))),
             Slot::There(w) => {
                 // A shard that stopped has its error on the output channel.
                 let _ = self.batches.txs[*w].send(ToShard::Control(slice, change));
@@ -1001,7 +1005,8 @@ impl ShardedRunner {
             let _ = tx.send(ToShard::Finish);
         }
         for (j, slot) in self.batches.slots.iter_mut().enumerate() {
-            if let Slot::Here(runner) = slot {
+            if let Slot::Here(runner, gathered) = slot {
+                debug_assert_eq!(gathered.len, 0, "a send ran what the slice gathered");
                 runner.finish(&mut self.batches.here)?;
                 self.done.push(runner.summary().clone());
                 self.stats.push((j, runner.stats()));
@@ -1258,10 +1263,6 @@ struct Batcher {
     /// reads fast (an enum with a batch in it took 10 instructions an event
     /// to tell apart).
     worker_of: Vec<u32>,
-    /// Per slice run here, its events not yet run (at most [`HERE_RUN`];
-    /// every send runs them first, so nothing else sees a runner here
-    /// behind the events routed to it).
-    gathered: Vec<Batch>,
     /// The output of the slices run here, until written.
     here: JsonLines<Vec<u8>>,
     /// Per worker, the bundle being filled.
@@ -1307,7 +1308,6 @@ impl Batcher {
             pow2_mask: slices.is_power_of_two().then(|| slices as u64 - 1),
             worker_of: slots.iter().map(|s| if let Slot::There(w) = s { *w as u32 } else { HERE }).collect(),
             slots,
-            gathered: (0..slices).map(|_| Batch::default()).collect(),
             here: JsonLines::new(Vec::new()),
             filling: (0..workers).map(|_| Bundle::new(slices)).collect(),
             len: 0,
@@ -1355,7 +1355,7 @@ impl Batcher {
         }
         if wm > Timestamp::MIN {
             for slot in &mut self.slots {
-                if let Slot::Here(runner) = slot {
+                if let Slot::Here(runner, _) = slot {
                     runner.advance_watermark(wm, &mut self.here).map_err(into_io)?;
                 }
             }
@@ -1422,14 +1422,15 @@ impl Batcher {
     /// waited for it and the watermark, and from now on every event of the
     /// slice as it comes.
     fn arrive(&mut self, j: usize, mut runner: Box<Runner>) -> Result<(), PushError> {
-        let Slot::Coming(held) = std::mem::replace(&mut self.slots[j], Slot::Coming(Batch::default())) else {
+        let Slot::Coming(mut held) = std::mem::replace(&mut self.slots[j], Slot::Coming(Batch::default())) else {
             return Err(PushError::Io(io::Error::other(format!("slice {j} came back unasked"))));
         };
         held.run_on(&mut runner, &mut self.here)?;
         if self.sent_wm > Timestamp::MIN {
             runner.advance_watermark(self.sent_wm, &mut self.here)?;
         }
-        self.set_slot(j, Slot::Here(runner));
+        held.clear(); // from now on, it gathers the slice's events
+        self.set_slot(j, Slot::Here(runner, held));
         Ok(())
     }
 
@@ -1459,9 +1460,10 @@ impl Batcher {
         }
         match step {
             Move::Give(j, w) => {
-                let Slot::Here(runner) = self.set_slot(j, Slot::There(w)) else {
+                let Slot::Here(runner, gathered) = self.set_slot(j, Slot::There(w)) else {
                     unreachable!("only a slice run here is given away")
                 };
+                debug_assert_eq!(gathered.len, 0, "a send ran what the slice gathered");
                 // In band: after the bundles sent so far (none of them has
                 // events of the slice), before the next.
                 self.deliver(w, ToShard::Adopt(j, runner))
@@ -1486,7 +1488,7 @@ impl Batcher {
                 let j = self.slots.iter().rposition(|s| matches!(s, Slot::There(v) if *v == w))?;
                 Some(Move::TakeBack(j, w))
             }
-            Step::Give(w) => Some(Move::Give(self.slots.iter().position(|s| matches!(s, Slot::Here(_)))?, w)),
+            Step::Give(w) => Some(Move::Give(self.slots.iter().position(|s| matches!(s, Slot::Here(..)))?, w)),
         }
     }
 }
@@ -1536,7 +1538,7 @@ impl Meter {
                 (ns, std::mem::take(&mut self.sent[w]), slices)
             })
             .collect();
-        let here_slices = slots.iter().filter(|s| matches!(s, Slot::Here(_))).count();
+        let here_slices = slots.iter().filter(|s| matches!(s, Slot::Here(..))).count();
         Load { here_ns, here_events, here_slices, workers }
     }
 }
@@ -1562,7 +1564,7 @@ fn chaos_move(state: &mut u64, slots: &[Slot], workers: usize) -> Option<Move> {
     let first = next();
     // The first slice from a random one on that is not on its way back.
     (0..slots.len()).map(|i| (first + i) % slots.len()).find_map(|j| match slots[j] {
-        Slot::Here(_) => Some(Move::Give(j, next() % workers)),
+        Slot::Here(..) => Some(Move::Give(j, next() % workers)),
         Slot::There(w) => Some(Move::TakeBack(j, w)),
         Slot::Coming(..) => None,
     })
@@ -1621,12 +1623,8 @@ impl Batcher {
             let j = self.slice_of(e, f);
             match self.worker_of[j] {
                 HERE => match &mut self.slots[j] {
-                    Slot::Here(runner) => {
-                        let gathered = &mut self.gathered[j];
-                        gathered.push_for_all(e, mask);
-                        if gathered.len >= HERE_RUN {
-                            run_gathered(gathered, runner, &mut self.here)?;
-                        }
+                    Slot::Here(runner, gathered) => {
+                        gather(runner, gathered, &mut self.here, |b| b.push_for_all(e, mask))?;
                     }
                     Slot::Coming(held) => held.push_for_all(e, mask),
                     Slot::There(_) => unreachable!("`worker_of` follows `slots`"),
@@ -1641,13 +1639,7 @@ impl Batcher {
                 }
                 match slot {
                     Slot::There(w) => self.filling[*w].push(e, j, mask),
-                    Slot::Here(runner) => {
-                        let gathered = &mut self.gathered[j];
-                        gathered.push(e, mask);
-                        if gathered.len >= HERE_RUN {
-                            run_gathered(gathered, runner, &mut self.here)?;
-                        }
-                    }
+                    Slot::Here(runner, gathered) => gather(runner, gathered, &mut self.here, |b| b.push(e, mask))?,
                     Slot::Coming(held) => held.push(e, mask),
                 }
             }
@@ -1667,6 +1659,22 @@ impl Batcher {
     }
 }
 
+/// Adds an event (by `add`) to the events `gathered` for a slice run on
+/// the calling thread, and runs them on `runner` once [`HERE_RUN`] wait.
+#[inline(always)]
+fn gather(
+    runner: &mut Runner,
+    gathered: &mut Batch,
+    sink: &mut JsonLines<Vec<u8>>,
+    add: impl FnOnce(&mut Batch),
+) -> io::Result<()> {
+    add(gathered);
+    if gathered.len >= HERE_RUN {
+        run_gathered(gathered, runner, sink)?;
+    }
+    Ok(())
+}
+
 /// Runs the events `gathered` for a slice on its runner `runner`, and
 /// empties it.
 #[inline(never)]
@@ -1680,9 +1688,9 @@ impl Batcher {
     /// Runs the events every slice run here has gathered (before anything
     /// else looks at those runners: a send, a move, a checkpoint).
     fn run_gathered(&mut self) -> io::Result<()> {
-        for (slot, gathered) in self.slots.iter_mut().zip(&mut self.gathered) {
-            if gathered.len > 0
-                && let Slot::Here(runner) = slot
+        for slot in &mut self.slots {
+            if let Slot::Here(runner, gathered) = slot
+                && gathered.len > 0
             {
                 run_gathered(gathered, runner, &mut self.here)?;
             }
