@@ -186,7 +186,8 @@ fn prebuilt_pass(events: &std::sync::Arc<Vec<Event>>, k: usize) -> (f64, usize) 
 
 /// One runner over only the keys of buckets `0..k` (the other events are
 /// skipped, not run anywhere): events/s of those run, to see how the cost
-/// of an event depends on the share of keys one thread holds.
+/// of an event depends on the share of keys one thread holds, and the
+/// matches of those keys (all of W1's at `k` = 64).
 fn only_pass(ticks: &[w1::Tick], k: usize) -> (f64, usize) {
     let start = Instant::now();
     let (mut mine, mut sink) = (runner(), JsonLines::new(Vec::new()));
@@ -200,7 +201,8 @@ fn only_pass(ticks: &[w1::Tick], k: usize) -> (f64, usize) {
         }
     }
     mine.finish(&mut sink).expect("no output to fail");
-    (n as f64 / start.elapsed().as_secs_f64(), 450)
+    let lines = sink.into_inner().expect("a Vec").iter().filter(|&&b| b == b'\n').count();
+    (n as f64 / start.elapsed().as_secs_f64(), lines)
 }
 
 /// One timed pass of `run` over `ticks` (which writes its output lines):
@@ -248,7 +250,11 @@ fn main() {
                 _ if k == "b" => timed(&ticks, |out| runtime_output(&ticks, 2, out)),
                 _ => timed(&ticks, |out| sharded_output(&ticks, 2, out)),
             };
-            assert_eq!(lines, 450, "k = {k}: the W1 matches");
+            // `O:K` below 64 runs some keys only, so it finds some matches.
+            match k.strip_prefix("O:").map(|b| b.parse::<usize>().expect("k") < BUCKETS) {
+                Some(true) => assert!(lines <= 450, "{k}: {lines} matches, more than W1 has"),
+                _ => assert_eq!(lines, 450, "k = {k}: the W1 matches"),
+            }
             rates.push(rate);
         }
     }

@@ -418,3 +418,33 @@ fn queries_come_and_go_while_slices_move() {
         assert!(lines(out) == want, "{slices} slices on {workers} workers: outputs differ");
     }
 }
+
+/// A slice run on the calling thread gathers its events and runs them in
+/// batches, but its matches do not wait for a batch of 64 or a send: every
+/// look at the clock (every few pushes) runs what the slices gathered and
+/// writes their output, while the bundles still fill.
+#[test]
+fn a_match_on_the_calling_thread_is_written_at_the_next_look() {
+    let mut schema = Schema::new();
+    schema.field("k");
+    let q = "PATTERN SEQ(A a, B b) WHERE [k]";
+    let slices = 4;
+    let runners = (0..slices)
+        .map(|_| Runner::new(compile(q, &mut schema.clone(), &Options::default()).unwrap().programs))
+        .collect();
+    // Every slice on this thread; no send before the end (a long flush
+    // wait, and far fewer events than a batch).
+    let mut r = ShardedRunner::split(Runner::new(Vec::new()), runners, 1, slices, false);
+    r.set_flush_after(Duration::from_secs(3600));
+    let ev = |ty: &str, ts: i64, k: i64| Event::new(Sym::new(ty), ts, ts as u64, vec![Value::Int(k)]);
+    let mut out = Vec::new();
+    r.push(&ev("A", 0, 1), &mut out).unwrap();
+    r.push(&ev("B", 1, 1), &mut out).unwrap();
+    // Then only events of other slices, which complete nothing.
+    let other = (2..).find(|&k| shard_of(&Value::Int(k), slices) != shard_of(&Value::Int(1), slices)).unwrap();
+    for ts in 2..300 {
+        r.push(&ev("C", ts, other), &mut out).unwrap();
+    }
+    assert_eq!(String::from_utf8_lossy(&out).lines().count(), 1, "the match is out before the end");
+    assert_eq!(r.finish(&mut out).unwrap().matches, [1]);
+}
