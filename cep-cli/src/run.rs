@@ -50,7 +50,8 @@ pub struct RunArgs {
     /// `--threads 1`, byte for byte. `--threads 1` runs everything on one
     /// thread; above 1, the queries run on N shards by key and a file is
     /// parsed on N threads (the same matches as one thread, as a multiset:
-    /// across keys the order may differ).
+    /// across keys the order may differ). At most 1024; more than 63
+    /// queries run on one thread (with a warning).
     #[arg(long, value_name = "N")]
     threads: Option<usize>,
     /// Allowed out-of-orderness of event time.
@@ -117,11 +118,15 @@ pub(crate) fn engine_options(engine: &str, construction: &str) -> Result<(Engine
 /// Runs `cep run`.
 pub fn run(args: RunArgs) -> Result<(), Failure> {
     let unit = time_unit(&args.time_unit)?;
-    if args.threads == Some(0) {
-        return Err(Failure::bad_input("--threads must be at least 1"));
+    match args.threads {
+        Some(0) => return Err(Failure::bad_input("--threads must be at least 1")),
+        Some(n) if n > MAX_THREADS => {
+            return Err(Failure::bad_input(format!("--threads must be at most {MAX_THREADS}")));
+        }
+        _ => {}
     }
     // The queries run on `shard_count` threads, a file is parsed on `parsers`.
-    let shard_count = args.threads.unwrap_or(1);
+    let mut shard_count = args.threads.unwrap_or(1);
     let parsers = args.threads.unwrap_or_else(cores);
     let every = match (&args.checkpoint, args.checkpoint_every) {
         (None, Some(_)) => return Err(Failure::bad_input("--checkpoint-every needs --checkpoint DIR")),
@@ -174,6 +179,14 @@ pub fn run(args: RunArgs) -> Result<(), Failure> {
         Ok(runner)
     };
     let mut first = compile(input.schema_mut())?;
+    if shard_count > 1 && first.queries().len() > MAX_SHARDED_QUERIES {
+        // The sharded runtime routes each event with a mask of its queries.
+        eprintln!(
+            "warning: --threads above 1 runs at most {MAX_SHARDED_QUERIES} queries; running these {} on one thread",
+            first.queries().len()
+        );
+        shard_count = 1;
+    }
     if let Some(alerts) = &alerts {
         warn_unwatched(input.schema(), alerts);
         // Every alert's field and the key field, so that all shards agree.
@@ -237,9 +250,6 @@ pub fn run(args: RunArgs) -> Result<(), Failure> {
         }
         Pipeline::One(Box::new(first))
     } else {
-        if first.queries().len() > 63 {
-            return Err(Failure::bad_input("--threads above 1 runs at most 63 queries; use --threads 1"));
-        }
         // `shard_count` shard threads, the calling thread reading (and, for
         // a stream, parsing) and routing. Not `ShardedRunner::balanced`,
         // whose calling thread also runs some keys: that pays when the
@@ -277,7 +287,8 @@ pub fn run(args: RunArgs) -> Result<(), Failure> {
             Some(PipelineSnapshot::One(_)) => return Err(restore_failed("it was taken with one thread".into())),
             None => front.set_late_policy(late).map_err(late_file)?,
         }
-        let mut sharded = ShardedRunner::new(front, shards);
+        let mut sharded = ShardedRunner::try_new(front, shards)
+            .map_err(|e| Failure::other(format!("cannot start {shard_count} threads: {e}")))?;
         if let Some(ts) = released {
             sharded.resume_released(ts);
         }
@@ -359,7 +370,15 @@ pub fn run(args: RunArgs) -> Result<(), Failure> {
             (r, source.rows())
         }
     };
-    // Matches emitted before a failure stay valid: flush them in every case.
+    // Matches emitted before a failure stay valid: on shards, those of the
+    // events before it are run and written (what one thread stopped there
+    // has written), then everything is flushed.
+    if result.is_err()
+        && let Pipeline::Sharded(r) = &mut pipeline
+    {
+        // The first failure is the one to report.
+        let _ = r.stop(sink.get_mut());
+    }
     let flushed = sink.flush();
     print_summary(rows, skipped, &pipeline.summary(), pipeline.queries(), args.levels.is_some());
     if args.stats {
@@ -368,6 +387,14 @@ pub fn run(args: RunArgs) -> Result<(), Failure> {
     result?;
     flushed.map_err(writing_failed)
 }
+
+/// The most threads `--threads` asks for: each runs a copy of every query,
+/// and a thread costs its stack, so more than this is a mistake, not a plan.
+const MAX_THREADS: usize = 1024;
+
+/// The most queries `--threads` above 1 runs (the sharded runtime's
+/// limit); more run on one thread, with a warning.
+const MAX_SHARDED_QUERIES: usize = 63;
 
 /// The cores this process may use.
 fn cores() -> usize {

@@ -143,3 +143,109 @@ fn bad_rows_read_on_threads_read_as_on_one() {
     assert!(error(&one).is_some_and(|e| e.contains("bad.csv:")), "{:?}", error(&one));
     assert_eq!(error(&one), error(&two));
 }
+
+/// A run stopped by a bad row or, under `--late fail`, by a late event, past
+/// the read-ahead: on threads as on one, the matches of the events before it
+/// are written (only those: deadlines not yet passed stay pending), and the
+/// summary counts them.
+#[test]
+fn a_run_stopped_by_its_input_writes_on_threads_what_one_thread_writes() {
+    let dir = scratch("stopped");
+    let query = dir.join("q.cep");
+    std::fs::write(
+        &query,
+        "QUERY up PATTERN SEQ(Event a, Event b) WHERE [key] AND b.price > a.price WITHIN 200;\n\
+         QUERY quiet PATTERN SEQ(Event a, NOT Event n WITHIN 40) WHERE [key] AND a.price = 12 AND n.price < 3;\n",
+    )
+    .unwrap();
+    // 30,000 rows over 50 keys; row 25,000 is the bad one, or a late one.
+    let write = |name: &str, stop: &str| {
+        let mut csv = String::from("ts,key,price\n");
+        for i in 0..30_000u64 {
+            match i {
+                25_000 => csv.push_str(stop),
+                _ => csv.push_str(&format!("{i},{},{}\n", i % 50, (i * 7) % 13)),
+            }
+        }
+        let path = dir.join(name);
+        std::fs::write(&path, csv).unwrap();
+        path
+    };
+    let bad = write("bad.csv", "oops,3,1\n");
+    let late = write("late.csv", "100,3,1\n");
+    for (events, extra) in [(&bad, &[][..]), (&late, &["--late", "fail"][..])] {
+        let run = |threads: &str| {
+            let args =
+                [&["run", "--query", p(&query), "--events", p(events), "--threads", threads][..], extra].concat();
+            Command::new(CEP).args(args).output().unwrap()
+        };
+        let sorted = |o: &std::process::Output| {
+            let mut v: Vec<String> = String::from_utf8_lossy(&o.stdout).lines().map(str::to_owned).collect();
+            v.sort();
+            v
+        };
+        let summary = |o: &std::process::Output| {
+            String::from_utf8_lossy(&o.stderr).lines().find(|l| l.starts_with("summary:")).map(str::to_owned)
+        };
+        let one = run("1");
+        assert_eq!(one.status.code(), Some(2), "{}", String::from_utf8_lossy(&one.stderr));
+        let matches = sorted(&one);
+        // Matches of both queries, none of rows past the stop.
+        assert!(matches.iter().filter(|l| l.contains("\"query\":\"up\"")).count() > 1_000, "{}", matches.len());
+        assert!(matches.iter().any(|l| l.contains("\"query\":\"quiet\"")));
+        let rows = |l: &str| -> Vec<u64> {
+            let vars = &l[l.find("\"vars\"").unwrap()..l.find("\"id\"").unwrap()];
+            vars.split(|c: char| !c.is_ascii_digit()).filter_map(|n| n.parse().ok()).collect()
+        };
+        let last = matches.iter().flat_map(|l| rows(l)).max().unwrap();
+        assert!((24_900..25_000).contains(&last), "the last row in a match: {last}");
+        // The late event that stopped the run is counted.
+        let late = if extra.is_empty() { "0 late" } else { "1 late" };
+        let expected = format!("{late}, {} matches", matches.len());
+        assert!(summary(&one).is_some_and(|s| s.contains(&expected)), "{:?} vs {expected}", summary(&one));
+        for threads in ["2", "3"] {
+            let many = run(threads);
+            assert_eq!(many.status.code(), Some(2), "--threads {threads}");
+            assert!(
+                sorted(&many) == matches,
+                "--threads {threads}: {} matches, not {}",
+                sorted(&many).len(),
+                matches.len()
+            );
+            assert_eq!(summary(&many), summary(&one), "--threads {threads}");
+        }
+    }
+}
+
+/// More queries than the sharded runtime routes (63): `--threads 2` runs
+/// them on one thread, with a warning, and gives their matches.
+#[test]
+fn more_queries_than_shards_route_run_on_one_thread() {
+    let dir = scratch("many-queries");
+    let (events, query) = (dir.join("e.csv"), dir.join("q.cep"));
+    std::fs::write(&events, "ts,type,x\n0,A,1\n1,B,2\n").unwrap();
+    std::fs::write(&query, "PATTERN SEQ(A a, B b);\n".repeat(64)).unwrap();
+    let (one, _) = sorted_output(&["run", "--query", p(&query), "--events", p(&events), "--threads", "1"]);
+    let (two, stderr) = sorted_output(&["run", "--query", p(&query), "--events", p(&events), "--threads", "2"]);
+    assert_eq!(one.len(), 64);
+    assert_eq!(two, one);
+    assert!(stderr.contains("warning: --threads above 1 runs at most 63 queries"), "{stderr}");
+}
+
+/// An absurd thread count is refused up front, not a panic when the system
+/// runs out of threads.
+#[test]
+fn too_many_threads_is_an_error() {
+    let dir = scratch("too-many-threads");
+    let (events, query) = (dir.join("e.csv"), dir.join("q.cep"));
+    std::fs::write(&events, "ts,type\n0,A\n").unwrap();
+    std::fs::write(&query, "PATTERN A a").unwrap();
+    let o = Command::new(CEP)
+        .args(["run", "--query", p(&query), "--events", p(&events), "--threads", "40000"])
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&o.stderr);
+    assert_eq!(o.status.code(), Some(2), "{stderr}");
+    assert!(stderr.contains("--threads must be at most 1024"), "{stderr}");
+    assert!(!stderr.contains("panicked"), "{stderr}");
+}

@@ -805,6 +805,9 @@ impl Runner {
     }
 
     fn on_late(&mut self, e: &Event, watermark: Timestamp) -> Result<(), PushError> {
+        // Counted under every policy: the summary of a run that `Fail`
+        // stopped says what stopped it.
+        self.summary.late += 1;
         match &self.late {
             LatePolicy::Fail => return Err(PushError::Late { ts: e.ts, watermark }),
             LatePolicy::Drop => {}
@@ -815,7 +818,6 @@ impl Runner {
                 }
             }
         }
-        self.summary.late += 1;
         Ok(())
     }
 

@@ -434,8 +434,10 @@ enum ToShard {
     Release(usize),
     /// Blocks to parse whenever the worker has nothing else to do.
     Help(Receiver<ParseJob>),
-    /// The end of the input.
-    Finish,
+    /// The end of the run: with `input_ended`, the end of the input
+    /// (every slice finishes); without, a stop (see
+    /// [`ShardedRunner::stop`]). Either way, reply with each slice's counts.
+    End { input_ended: bool },
 }
 
 /// A change applied to a shard's runner between two batches.
@@ -514,8 +516,19 @@ impl ShardedRunner {
     /// queries (a mask per event).
     ///
     /// # Panics
-    /// With no shard, or more than 63 queries.
+    /// With no shard, or more than 63 queries; or if the system cannot
+    /// start a thread ([`try_new`](Self::try_new) returns that error).
     pub fn new(front: Runner, shards: Vec<Runner>) -> ShardedRunner {
+        ShardedRunner::try_new(front, shards).expect("spawn a shard thread")
+    }
+
+    /// [`new`](Self::new), with the error of a thread the system could not
+    /// start (too many threads for its limits, say) instead of a panic. The
+    /// threads started before it stop.
+    ///
+    /// # Panics
+    /// With no shard, or more than 63 queries.
+    pub fn try_new(front: Runner, shards: Vec<Runner>) -> io::Result<ShardedRunner> {
         let n = shards.len();
         ShardedRunner::start(front, shards, (0..n).map(Some).collect(), n, None)
     }
@@ -578,7 +591,7 @@ impl ShardedRunner {
         let owners = (0..slices.len()).map(|j| (j >= here).then_some(j % workers)).collect();
         let mut balance = Balance::new();
         balance.follow = follow;
-        ShardedRunner::start(front, slices, owners, workers, Some(balance))
+        ShardedRunner::start(front, slices, owners, workers, Some(balance)).expect("spawn a worker thread")
     }
 
     /// The slices [`balanced`](Self::balanced) uses for `threads` threads
@@ -593,14 +606,15 @@ impl ShardedRunner {
     }
 
     /// Starts `workers` worker threads, each with the runners of the slices
-    /// `owners` puts on it (`None`: on the calling thread).
+    /// `owners` puts on it (`None`: on the calling thread). If one cannot
+    /// be started, those started before it stop as their queues close.
     fn start(
         mut front: Runner,
         slices: Vec<Runner>,
         owners: Vec<Option<usize>>,
         workers: usize,
         balance: Option<Balance>,
-    ) -> ShardedRunner {
+    ) -> io::Result<ShardedRunner> {
         assert!(!slices.is_empty(), "a sharded runtime needs a shard");
         let keys = slices[0].partition_fields();
         assert!(keys.len() < 64, "a sharded runtime runs at most 63 queries");
@@ -633,14 +647,11 @@ impl ShardedRunner {
                 events: Vec::new(),
                 busy: Arc::clone(&busy),
             };
-            let handle = std::thread::Builder::new()
-                .name(format!("cep-shard-{i}"))
-                .spawn(move || shard.run())
-                .expect("spawn a shard thread");
+            let handle = std::thread::Builder::new().name(format!("cep-shard-{i}")).spawn(move || shard.run())?;
             txs.push(tx);
             handles.push(Some(handle));
         }
-        ShardedRunner {
+        Ok(ShardedRunner {
             front,
             batches: Batcher::new(txs, slots, keys, level_key, balance, Meter::new(busy)),
             handles,
@@ -653,7 +664,7 @@ impl ShardedRunner {
             written: 0,
             clock: Clock::new(FLUSH_AFTER),
             blocks_held: vec![0; workers],
-        }
+        })
     }
 
     /// How long a partial batch may wait, in wall-clock time, before it is
@@ -1011,17 +1022,63 @@ impl ShardedRunner {
     pub fn finish(&mut self, out: &mut impl Write) -> io::Result<Summary> {
         let finished = self.front.finish(&mut self.batches).map_err(PushError::Io);
         self.after(finished, out).map_err(into_io)?;
+        self.end(true, out)
+    }
+
+    /// Stops the run where it is, as a caller does on an error in its input
+    /// (a bad row, a late event under `LatePolicy::Fail`):
+    /// every event the front has released is run and its matches are
+    /// written, then every shard stops, its counts taken, **without** the
+    /// end of the input. Deadlines the watermark has not passed stay pending
+    /// and events the front still holds back are not run, so the output is
+    /// what one [`Runner`] fed the same events and then dropped has emitted
+    /// (the same multiset). Returns the counts so far; the runtime takes no
+    /// more events.
+    ///
+    /// # Examples
+    /// ```
+    /// use cep_core::{Event, Schema, Sym, Value};
+    /// use cep_nfa::compile::{compile, Options};
+    /// use cep_runtime::{Runner, shard::ShardedRunner};
+    ///
+    /// let q = "PATTERN SEQ(A a, NOT B b WITHIN 5) WHERE [k]";
+    /// let mut schema = Schema::new();
+    /// schema.field("k");
+    /// let runner = |schema: &mut Schema| Runner::new(compile(q, schema, &Options::default()).unwrap().programs);
+    /// let shards = (0..2).map(|_| runner(&mut schema.clone())).collect();
+    /// let mut sharded = ShardedRunner::new(Runner::new(Vec::new()), shards);
+    /// let mut out = Vec::new();
+    /// for row in 0..6u64 {
+    ///     let e = Event::new(Sym::new("A"), 10 * row as i64, row, vec![Value::Int(row as i64 % 3)]);
+    ///     sharded.push(&e, &mut out).unwrap();
+    /// }
+    /// // Stopped at watermark 50: the quiet periods of rows 0-4 ended
+    /// // before it (at 5, 15, … 45), row 5's (at 55) has not.
+    /// let summary = sharded.stop(&mut out).unwrap();
+    /// assert_eq!(summary.matches, [5]);
+    /// assert_eq!(String::from_utf8(out).unwrap().lines().count(), 5);
+    /// ```
+    pub fn stop(&mut self, out: &mut impl Write) -> io::Result<Summary> {
+        self.end(false, out)
+    }
+
+    /// [`finish`](Self::finish) (`input_ended`) or [`stop`](Self::stop)
+    /// after the front: sends what it released, ends every slice and
+    /// collects their counts.
+    fn end(&mut self, input_ended: bool, out: &mut impl Write) -> io::Result<Summary> {
         let sent = self.batches.send(self.batches.released_ts).map_err(PushError::Io);
         self.after(sent, out).map_err(into_io)?;
         self.settle(out).map_err(into_io)?;
         for tx in &self.batches.txs {
             // A shard that stopped on an error has dropped its receiver.
-            let _ = tx.send(ToShard::Finish);
+            let _ = tx.send(ToShard::End { input_ended });
         }
         for (j, slot) in self.batches.slots.iter_mut().enumerate() {
             if let Slot::Here(runner, gathered) = slot {
                 debug_assert_eq!(gathered.len, 0, "a send ran what the slice gathered");
-                runner.finish(&mut self.batches.here)?;
+                if input_ended {
+                    runner.finish(&mut self.batches.here)?;
+                }
                 self.done.push(runner.summary().clone());
                 self.stats.push((j, runner.stats()));
             }
@@ -1773,7 +1830,7 @@ impl Shard {
         let mut sink = JsonLines::new(Vec::new());
         let mut help: Option<Receiver<ParseJob>> = None;
         while let Ok(msg) = self.next(&mut help) {
-            let finish = matches!(msg, ToShard::Finish);
+            let finish = matches!(msg, ToShard::End { .. });
             let was_block = matches!(msg, ToShard::Block(..));
             let result = match msg {
                 ToShard::Bundle(bundle) => {
@@ -1785,7 +1842,7 @@ impl Shard {
                 ToShard::Block(block, mask, wm) => self.block(&block, mask, wm, &mut sink).map_err(|e| e.to_string()),
                 ToShard::Control(j, change) => self.runner(j).and_then(change),
                 ToShard::Checkpoint => self.checkpoint(&mut sink),
-                ToShard::Finish => self.finish(&mut sink),
+                ToShard::End { input_ended } => self.end(input_ended, &mut sink),
                 ToShard::Adopt(j, runner) => {
                     self.runners[j] = Some(runner);
                     Ok(())
@@ -1838,11 +1895,14 @@ impl Shard {
         Ok(())
     }
 
-    /// Ends each slice: its last matches, then its counts.
-    fn finish(&mut self, sink: &mut JsonLines<Vec<u8>>) -> Result<(), String> {
+    /// Ends each slice: its last matches when `input_ended`, then its
+    /// counts.
+    fn end(&mut self, input_ended: bool, sink: &mut JsonLines<Vec<u8>>) -> Result<(), String> {
         let mut done = Vec::new();
         for (j, runner) in self.mine() {
-            runner.finish(sink).map_err(|e| e.to_string())?;
+            if input_ended {
+                runner.finish(sink).map_err(|e| e.to_string())?;
+            }
             done.push(FromShard::Done(j, runner.summary().clone(), runner.stats()));
         }
         self.send_output(sink);
