@@ -801,7 +801,10 @@ fn last_csv_record_end(buf: &[u8]) -> Option<usize> {
                 b'\n' => last = Some(i),
                 _ => {}
             }
-            field_start = matches!(b, b',' | b'\n' | b'\r');
+            // Not after a `\r`: the parser ends records at `\n` only, so a
+            // lone `\r` is a character of its field, and a quote after it
+            // is one too.
+            field_start = matches!(b, b',' | b'\n');
         }
         i += 1;
     }
@@ -1060,6 +1063,7 @@ mod tests {
             1 => "[a-c]{0,3}".prop_map(|s| s),
             1 => "[a-c,\n\"]{0,6}".prop_map(|s| format!("\"{}\"", s.replace('"', "\"\""))),
             1 => Just("x\"y".to_owned()),
+            1 => Just("\r\"y".to_owned()),
         ]
     }
 
@@ -1150,5 +1154,8 @@ mod tests {
         assert_eq!(last_csv_record_end(b"1,x\"y\n2"), Some(5));
         // A doubled quote in a quoted field.
         assert_eq!(last_csv_record_end(b"1,\"a\"\"\nb\"\n"), Some(9));
+        // A quote after a lone `\r` is a character: the newline after it
+        // ends the record, the one in the quoted field after does not.
+        assert_eq!(last_csv_record_end(b"1,\r\"y\n2,\"a\nb"), Some(5));
     }
 }
