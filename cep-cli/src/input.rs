@@ -10,8 +10,10 @@ use cep_nfa::compile::{Compiled, Options, compile};
 use crate::Failure;
 
 /// How many events are read before the queries are compiled, to learn the
-/// input's types and fields. When the whole input fits, the schema is
-/// complete and unknown names are errors; otherwise they are warnings.
+/// input's types and fields. A name the input has not shown is a warning
+/// (an error only where the input's form fixes the names: a field outside a
+/// CSV header, a type other than `Event` in a CSV without a `type` column),
+/// so whether a query runs does not depend on how much of the input fits.
 pub const SCHEMA_PREFIX: usize = 4096;
 
 /// An event reader over a file or stdin.

@@ -11,24 +11,38 @@
 //!   of surrounding whitespace; an empty or duplicate name is a fatal error.
 //!   Without a `type` column every event has type `Event`, so the schema is
 //!   declared complete from the start.
-//! - A cell is trimmed of surrounding ASCII whitespace, then typed: an integer
-//!   literal `[+-]?[0-9]+` is an int (one that does not fit an `i64` is a bad
-//!   row); otherwise a decimal float literal
-//!   `[+-]?(digits[.digits*]|.digits)([eE][+-]?digits)?` is a float (one that
-//!   overflows to infinity is a bad row); `nan`, `inf` and `infinity` in any
-//!   case and with an optional sign are a bad row (floats are always finite);
-//!   exactly `true` / `false` are bools; anything else is a string. The
-//!   trimmed text is what is kept, so a cell holding only whitespace is empty,
-//!   and an empty cell is NULL (a missing field).
+//! - A cell is trimmed of surrounding ASCII whitespace, then typed
+//!   (LANGUAGE.md §1: an int if it is an integer literal, else a float if it
+//!   is a float literal, else a bool, else a string; no cell value makes a
+//!   bad row):
+//!   - an integer literal `[+-]?[0-9]+` that fits an `i64` is an int;
+//!   - a decimal float literal `[+-]?(digits[.digits*]|.digits)([eE][+-]?digits)?`,
+//!     or an integer literal beyond the `i64` range, is a float: the `f64`
+//!     nearest to it;
+//!   - such a literal whose value is beyond the `f64` range (`1e400`,
+//!     `-1e999`, an integer of 310 digits) is a string holding its text:
+//!     values are finite floats, and the contract makes no bad row of a
+//!     cell's value;
+//!   - exactly `true` / `false` are bools;
+//!   - anything else is a string, words such as `nan`, `inf` or `Infinity`
+//!     included (they are not float literals, though Rust's `f64::from_str`
+//!     takes them; it is only called on text that has the literal's form).
+//!
+//!   The trimmed text is what is kept, so a cell holding only whitespace is
+//!   empty, and an empty cell is NULL (a missing field).
 //! - `ts` must be an integer literal that fits an `i64`; an empty `type` cell
 //!   means type `Event`.
-//! - A row with the wrong number of cells, a bad `ts`, a bad number or
-//!   invalid UTF-8 is a bad row ([`ReadErrorKind::BadRow`]); reading can go
-//!   on with the next row. Blank lines are skipped and are not rows; a row's
-//!   line is its own, after any blank lines before it.
+//! - A row with the wrong number of cells, a bad `ts`, a quoted cell still
+//!   open at the end of the input or invalid UTF-8 is a bad row
+//!   ([`ReadErrorKind::BadRow`]); reading can go on with the next row. Blank
+//!   lines are skipped and are not rows; a row's line is its own, after any
+//!   blank lines before it.
 //! - A record ends at a `\n` outside quotes; a `\r` before it (CRLF files)
 //!   belongs to the last cell, which trimming drops. A lone `\r` does not end
-//!   a record.
+//!   a record. A quote left open runs to the end of the input: that last
+//!   record is a bad row reported on the line it starts on ("unterminated
+//!   quoted field"), instead of an event whose cell swallowed the rows after
+//!   it. In the header it is a fatal error.
 //!
 //! # JSON lines
 //!
@@ -597,7 +611,10 @@ fn open_csv<R: BufRead>(
     max_line: usize,
 ) -> Result<CsvState<R>, (u64, String)> {
     let mut records = CsvRecords::new(src, 0, 0, max_line);
-    let header = records.next(|bytes, cells, line| {
+    let header = records.next(|bytes, cells, line, open| {
+        if open {
+            return Err((line, format!("unterminated quoted field in column {} of the header", cells.len())));
+        }
         let cells: Vec<&[u8]> = cells.iter().map(|&(a, b)| &bytes[a..b]).collect();
         header_columns(&cells, line, schema)
     })?;
@@ -608,6 +625,7 @@ fn open_csv<R: BufRead>(
     if !names.iter().any(|n| &**n == "type") {
         schema.declare_type(default_ty);
         schema.set_complete(true);
+        schema.close_types();
     }
     Ok(CsvState { records, cols, names })
 }
@@ -670,8 +688,9 @@ enum Lexeme {
     /// An integer literal, with its value (`None`: it does not fit an
     /// `i64`).
     Int(Option<i64>),
+    /// A float literal (digits with a dot or an exponent).
     Float,
-    NonFinite,
+    /// Anything else: a bool or a string.
     Other,
 }
 
@@ -693,13 +712,12 @@ fn classify(b: &[u8]) -> Lexeme {
     }
 }
 
-/// [`classify`] for a cell (without its sign) that is not an integer.
+/// [`classify`] for a cell (without its sign) that is not an integer: a
+/// float literal has digits (at least one), with a dot, an exponent or both.
+/// Words such as `nan`, `inf` or `infinity` are not float literals (Rust's
+/// float syntax takes them, which is why it is never asked first).
 #[inline(never)]
 fn classify_not_int(body: &[u8]) -> Lexeme {
-    if body.eq_ignore_ascii_case(b"nan") || body.eq_ignore_ascii_case(b"inf") || body.eq_ignore_ascii_case(b"infinity")
-    {
-        return Lexeme::NonFinite;
-    }
     // [digits][.digits] with at least one digit, then an optional exponent.
     let int_digits = body.iter().take_while(|b| b.is_ascii_digit()).count();
     let mut i = int_digits;
@@ -756,7 +774,10 @@ fn int_value(neg: bool, digits: &[u8]) -> Option<Option<i64>> {
 /// Types one CSV cell exactly as the event reader does (LANGUAGE.md §1):
 /// an integer literal is an int, else a float literal a float, else
 /// `true`/`false` a bool, else a string; surrounding blanks are ignored and
-/// an empty cell is NULL. Errors name `column`.
+/// an empty cell is NULL. An integer literal beyond `i64` is the nearest
+/// float; a literal beyond the `f64` range, and words such as `nan` or
+/// `inf`, are strings (see the [module documentation](self)). Errors name
+/// `column`.
 ///
 /// # Examples
 /// ```
@@ -765,7 +786,9 @@ fn int_value(neg: bool, digits: &[u8]) -> Option<Option<i64>> {
 /// assert_eq!(parse_cell("1.5", "key"), Ok(Value::Float(1.5)));
 /// assert_eq!(parse_cell("AAPL", "key"), Ok(Value::Str(Sym::new("AAPL"))));
 /// assert_eq!(parse_cell("", "key"), Ok(Value::Null));
-/// assert!(parse_cell("nan", "key").is_err());
+/// assert_eq!(parse_cell("nan", "key"), Ok(Value::Str(Sym::new("nan"))));
+/// assert_eq!(parse_cell("1e400", "key"), Ok(Value::Str(Sym::new("1e400"))));
+/// assert_eq!(parse_cell("9223372036854775808", "key"), Ok(Value::Float(9223372036854775808.0)));
 /// ```
 pub fn parse_cell(text: &str, column: &str) -> Result<Value, String> {
     let cell = text.trim();
@@ -782,6 +805,7 @@ pub fn parse_cell(text: &str, column: &str) -> Result<Value, String> {
 /// the caller reload the two words just stored as one 16-byte load, which
 /// stalled store forwarding on every cell). Out of line: the event reader
 /// stores an integer, the common case, itself, and calls this for the rest.
+/// The only error is invalid UTF-8 in a string: no value makes a bad row.
 #[inline(never)]
 fn lexeme_into(
     lexeme: Lexeme,
@@ -792,34 +816,34 @@ fn lexeme_into(
 ) -> Result<(), String> {
     match lexeme {
         Lexeme::Int(Some(i)) => *out = Value::Int(i),
-        Lexeme::Int(None) => {
-            return Err(format!("integer `{}` in column `{column}` does not fit in 64 bits", show(cell)));
-        }
-        Lexeme::Float => {
-            // The lexeme is ASCII, and Rust's float syntax is a superset of it.
+        // An integer literal that does not fit an `i64` is a float literal.
+        Lexeme::Int(None) | Lexeme::Float => {
+            // The lexeme is ASCII, and Rust's float syntax is a superset of
+            // it, so the parse cannot fail; the text of an integer beyond
+            // `i64` rounds to the nearest `f64`.
             let f = std::str::from_utf8(cell).ok().and_then(|s| s.parse::<f64>().ok());
             match f {
                 Some(f) if f.is_finite() => *out = Value::Float(f),
-                Some(_) => {
-                    return Err(format!(
-                        "number `{}` in column `{column}` is too large for a 64-bit float",
-                        show(cell)
-                    ));
-                }
-                None => return Err(format!("malformed number `{}` in column `{column}`", show(cell))),
+                // Beyond the `f64` range (`1e400`): no float can hold it
+                // (values are finite), and LANGUAGE.md §1 makes no bad row
+                // of a cell's value, so it falls through to the last kind,
+                // a string of its text.
+                _ => *out = Value::Str(strings.intern(cell).ok_or_else(|| invalid_utf8(column))?),
             }
         }
-        Lexeme::NonFinite => return Err(format!("non-finite number `{}` in column `{column}`", show(cell))),
         Lexeme::Other => match cell {
             b"true" => *out = Value::Bool(true),
             b"false" => *out = Value::Bool(false),
-            _ => match strings.intern(cell) {
-                Some(sym) => *out = Value::Str(sym),
-                None => return Err(format!("invalid UTF-8 in column `{column}`")),
-            },
+            _ => *out = Value::Str(strings.intern(cell).ok_or_else(|| invalid_utf8(column))?),
         },
     }
     Ok(())
+}
+
+/// The message for a cell of `column` that is not UTF-8.
+#[cold]
+fn invalid_utf8(column: &str) -> String {
+    format!("invalid UTF-8 in column `{column}`")
 }
 
 impl<R: BufRead> CsvState<R> {
@@ -833,20 +857,22 @@ impl<R: BufRead> CsvState<R> {
     ) -> Result<bool, RawError> {
         let (cols, names) = (&self.cols, &self.names);
         loop {
-            let read = self.records.next(|bytes, cells, line| {
+            let read = self.records.next(|bytes, cells, line, open| {
                 // A blank line of a CRLF file.
                 if let [(a, b)] = *cells
                     && &bytes[a..b] == b"\r"
+                    && !open
                 {
                     return None;
                 }
                 let row = *rows;
                 *rows += 1;
-                Some(
+                let filled = if open {
+                    Err(unterminated_message(names, cells.len()))
+                } else {
                     fill_event(cols, names, bytes, cells, event, schema, strings, default_ty)
-                        .map_err(|message| RawError { line, row: Some(row), message })
-                        .map(|()| event.row = row),
-                )
+                };
+                Some(filled.map_err(|message| RawError { line, row: Some(row), message }).map(|()| event.row = row))
             });
             match read {
                 Ok(Some(Some(filled))) => return filled.map(|()| true),
@@ -855,6 +881,23 @@ impl<R: BufRead> CsvState<R> {
                 Err((line, message)) => return Err(RawError { line, row: None, message }),
             }
         }
+    }
+}
+
+/// The message for a record whose last cell, cell `cells` (1-based), is a
+/// quoted field still open at the end of the input. It is a bad row, not an
+/// event: the cell holds every line after its quote (rows the input meant
+/// to be rows), and taking it would lose them silently.
+#[cold]
+fn unterminated_message(names: &[Box<str>], cells: usize) -> String {
+    match names.get(cells.wrapping_sub(1)) {
+        Some(name) => {
+            format!("unterminated quoted field in column `{name}` (no closing quote before the end of the input)")
+        }
+        None => format!(
+            "unterminated quoted field in cell {cells} of {} columns (no closing quote before the end of the input)",
+            names.len()
+        ),
     }
 }
 
@@ -1656,44 +1699,172 @@ mod tests {
         for s in ["1e", "e5", ".", "-", "+", "1.2.3", "0x10", "1_000", "1e5x", "--1", ".e1", "infinite", "nana"] {
             assert_eq!(cell(s), Value::str(s), "{s}");
         }
+        // Words Rust's `f64::from_str` takes are not float literals.
+        for s in
+            ["nan", "NaN", "NAN", "+nan", "-NaN", "inf", "INF", "-inf", "+Inf", "infinity", "Infinity", "-INFINITY"]
+        {
+            assert_eq!(cell(s), Value::str(s), "{s}");
+        }
         assert_eq!(cell(""), Value::Null);
         assert_eq!(cell("   "), Value::Null);
         assert_eq!(cell("\"\""), Value::Null);
         assert_eq!(cell("héllo"), Value::str("héllo"));
     }
 
+    /// An integer literal that does not fit an `i64` is a float literal:
+    /// the nearest `f64`, never a bad row (LANGUAGE.md §1 makes no bad row
+    /// of a cell's value).
     #[test]
-    fn integers_beyond_i64_are_bad_rows() {
+    fn integers_beyond_i64_are_the_nearest_float() {
+        assert_eq!(cell("9223372036854775808"), Value::Float(9_223_372_036_854_775_808.0));
+        assert_eq!(cell("-9223372036854775809"), Value::Float(-9_223_372_036_854_775_808.0));
+        assert_eq!(cell("+99999999999999999999"), Value::Float(1e20));
+        assert_eq!(cell("123456789012345678901234567890"), Value::Float(1.2345678901234568e29));
+        // The edges of `i64` stay ints.
+        assert_eq!(cell("9223372036854775807"), Value::Int(i64::MAX));
+        assert_eq!(cell("-9223372036854775808"), Value::Int(i64::MIN));
+        // Through `parse_cell` too (the level file's cells).
+        assert_eq!(parse_cell("18446744073709551616", "k"), Ok(Value::Float(18_446_744_073_709_551_616.0)));
+    }
+
+    /// A float literal, or an integer literal, beyond the `f64` range is a
+    /// string of its text (values are finite floats); the words `nan` and
+    /// `inf` are strings; none of them is a bad row, and the rows after
+    /// them are read.
+    #[test]
+    fn non_finite_numbers_are_strings() {
+        let huge_int = format!("1{}", "0".repeat(400));
+        let text = format!("ts,price\n0,NaN\n1,inf\n2,-Infinity\n3,+nan\n4,1e999\n5,-1e400\n6,{huge_int}\n7,7\n");
+        let mut r = csv_reader(&text);
+        let v: Vec<Event> = all(&mut r).into_iter().map(Result::unwrap).collect();
+        let got: Vec<Value> = v.iter().map(|e| e.fields[0]).collect();
+        let want = ["NaN", "inf", "-Infinity", "+nan", "1e999", "-1e400", &huge_int].map(Value::str);
+        assert_eq!(got[..7], want);
+        assert_eq!(got[7], Value::Int(7));
+        assert_eq!(v.iter().map(|e| e.row).collect::<Vec<_>>(), (0..8).collect::<Vec<_>>());
+        assert_eq!(parse_cell(" -1e400 ", "k"), Ok(Value::str("-1e400")));
+        assert_eq!(parse_cell("Infinity", "k"), Ok(Value::str("Infinity")));
+        // The largest finite values are floats.
+        assert_eq!(cell("-1.7976931348623157e308"), Value::Float(f64::MIN));
+    }
+
+    /// Every text of the float literal's form is read by Rust's float
+    /// parser (`lexeme_into` relies on it), and Rust's parser is never
+    /// asked about anything else.
+    #[test]
+    fn float_literals_are_rust_floats() {
+        let parts = ["", "0", "7", "12", "000", "99999999999999999999"];
+        let signs = ["", "+", "-"];
+        let exps = ["", "e0", "E5", "e+3", "e-3", "e400", "E-400", "e", "e+"];
+        for sign in signs {
+            for int in parts {
+                for dot in ["", "."] {
+                    for frac in parts {
+                        for exp in exps {
+                            let text = format!("{sign}{int}{dot}{frac}{exp}");
+                            let b = text.as_bytes();
+                            let rust = text.parse::<f64>();
+                            match classify(b) {
+                                Lexeme::Int(_) | Lexeme::Float => assert!(rust.is_ok(), "{text:?}"),
+                                Lexeme::Other => {
+                                    // Digits with a dot or an exponent and
+                                    // nothing else are never `Other`.
+                                    assert!(rust.is_err() || text.is_empty(), "{text:?}: {rust:?}");
+                                }
+                            }
+                        }
+                    }
+                }
+            }
+        }
+    }
+
+    /// `ts` stays an integer: a word, a float literal or an integer beyond
+    /// `i64` is a bad row there.
+    #[test]
+    fn non_integer_ts_words_are_bad_rows() {
+        for ts in ["nan", "inf", "-Infinity", "1e400", "1.0"] {
+            assert_eq!(csv_err(&format!("ts,x\n{ts},1\n")), format!("t.csv:2: `ts` is not an integer: `{ts}`"));
+        }
         assert_eq!(
-            csv_err("ts,x\n0,9223372036854775808\n"),
-            "t.csv:2: integer `9223372036854775808` in column `x` does not fit in 64 bits"
-        );
-        assert_eq!(
-            csv_err("ts,x\n0,-9223372036854775809\n"),
-            "t.csv:2: integer `-9223372036854775809` in column `x` does not fit in 64 bits"
+            csv_err("ts,x\n9223372036854775808,1\n"),
+            "t.csv:2: `ts` `9223372036854775808` does not fit in 64 bits"
         );
     }
 
+    /// A quoted cell still open at the end of the input ends the last
+    /// record there: that record is a bad row on the line it starts on,
+    /// naming its column, not an event whose cell holds the rows after it.
+    /// The rows before it are read.
     #[test]
-    fn non_finite_numbers_are_bad_rows() {
-        let mut r = csv_reader("ts,price\n0,NaN\n1,inf\n2,-Infinity\n3,+nan\n4,1e999\n5,-1e400\n6,7\n");
-        let v = all(&mut r);
-        let msgs: Vec<String> = v[..6].iter().map(|x| x.as_ref().unwrap_err().to_string()).collect();
+    fn an_unterminated_quote_at_the_end_is_a_bad_row() {
+        let text = "ts,type,s\n0,A,x\n1,A,\"unterminated\n2,B,y\n";
+        let v = all(&mut csv_reader(text));
+        assert_eq!(v.len(), 2, "{v:?}");
+        assert_eq!(v[0].as_ref().unwrap().fields, [Value::str("x")]);
+        let e = v[1].as_ref().unwrap_err();
         assert_eq!(
-            msgs,
-            [
-                "t.csv:2: non-finite number `NaN` in column `price`",
-                "t.csv:3: non-finite number `inf` in column `price`",
-                "t.csv:4: non-finite number `-Infinity` in column `price`",
-                "t.csv:5: non-finite number `+nan` in column `price`",
-                "t.csv:6: number `1e999` in column `price` is too large for a 64-bit float",
-                "t.csv:7: number `-1e400` in column `price` is too large for a 64-bit float",
-            ]
+            e.to_string(),
+            "t.csv:3: unterminated quoted field in column `s` (no closing quote before the end of the input)"
         );
-        assert!(v[..6].iter().all(|x| x.as_ref().unwrap_err().kind == ReadErrorKind::BadRow));
-        let last = v[6].as_ref().unwrap();
-        assert_eq!((last.row, last.ts, last.fields[0]), (6, 6, Value::Int(7)));
-        assert_eq!(r.rows(), 7);
+        assert_eq!((e.row, e.line, e.kind), (Some(1), 3, ReadErrorKind::BadRow));
+        let mut r = csv_reader(text);
+        let mut ev = Event::default();
+        assert_eq!(r.next_event(&mut ev), Ok(true));
+        assert!(r.next_event(&mut ev).is_err());
+        // Skipped, the input is at its end: the row is counted, nothing more.
+        assert_eq!(r.next_event(&mut ev), Ok(false));
+        assert_eq!(r.rows(), 2);
+
+        // In the first cell, after a closed quoted cell with a newline and
+        // doubled quotes, at the very end, without a newline after it, with
+        // an open quote opened by a doubled quote, through small buffers.
+        for (text, line, column) in [
+            ("ts,s\n\"1\n,0\n", 2, "`ts`"),
+            ("ts,s\n\n1,\"a\nb\"\"c\"\n\n2,\"", 6, "`s`"),
+            ("ts,s\n1,\"abc", 2, "`s`"),
+            ("ts,s\n1,\"a\"\"", 2, "`s`"),
+            ("ts,s\r\n1,\"\r", 2, "`s`"),
+        ] {
+            for capacity in [1, 3, 64] {
+                let src = io::BufReader::with_capacity(capacity, text.as_bytes());
+                let v = all(&mut Reader::new(src, "t.csv", Format::Csv).unwrap());
+                let e = v.last().unwrap().as_ref().unwrap_err();
+                assert_eq!(e.line, line, "{text:?}");
+                assert_eq!(e.kind, ReadErrorKind::BadRow, "{text:?}");
+                assert!(e.message.starts_with(&format!("unterminated quoted field in column {column}")), "{e}");
+                assert!(v[..v.len() - 1].iter().all(Result::is_ok), "{text:?}: {v:?}");
+            }
+        }
+        // Beyond the header's columns.
+        assert_eq!(
+            csv_err("ts,s\n1,x,\"y\n"),
+            "t.csv:2: unterminated quoted field in cell 3 of 2 columns (no closing quote before the end of the input)"
+        );
+    }
+
+    /// Quoted cells closed before the end keep working, at the end of the
+    /// input too: commas, newlines and doubled quotes, a quote inside an
+    /// unquoted cell, text after a closing quote.
+    #[test]
+    fn closed_quotes_at_the_end_are_cells() {
+        for (text, want) in [
+            ("ts,s\n1,\"a,\nb\"\"c\"", "a,\nb\"c"),
+            ("ts,s\n1,\"a\"\"\"\n", "a\""),
+            ("ts,s\n1,x\"y", "x\"y"),
+            ("ts,s\n1,\"ab\"cd", "abcd"),
+            ("ts,s\n1,\"\"\"\"", "\""),
+        ] {
+            assert_eq!(one_csv(text).unwrap().fields, [Value::str(want)], "{text:?}");
+        }
+    }
+
+    /// An unterminated quote in the header is fatal: the whole input would
+    /// be the header.
+    #[test]
+    fn an_unterminated_quote_in_the_header_is_fatal() {
+        let e = fatal("ts,\"type\n0,A\n");
+        assert_eq!(e.to_string(), "t.csv:1: unterminated quoted field in column 2 of the header");
     }
 
     #[test]
@@ -2037,8 +2208,10 @@ mod tests {
 
     #[test]
     fn long_cells_are_cut_in_messages() {
+        // (A field cell is never in a message now: an integer that long is
+        // a float; a `ts` is.)
         let big = "9".repeat(200);
-        let msg = csv_err(&format!("ts,x\n0,{big}\n"));
+        let msg = csv_err(&format!("ts,x\n{big},0\n"));
         assert!(msg.len() < 150, "{msg}");
         assert!(msg.contains("…"));
     }

@@ -6,8 +6,15 @@
 //! resolve names to slots and to report unknown types and fields.
 //!
 //! A schema is *complete* when it describes every event that will be read
-//! (the reader saw the whole input, or a CSV file has no `type` column);
-//! only then is a name missing from it an error rather than a warning.
+//! (the reader saw the whole input, or a CSV file has no `type` column). What
+//! the compiler reports as an error must not depend on how much of the input
+//! was read ahead, so only names the input's *form* rules out are errors: a
+//! field missing from a closed field set ([`Schema::fields_closed`]: a CSV
+//! header fixes the columns) and a type missing from a closed type set
+//! ([`Schema::types_closed`]: a CSV file without a `type` column holds only
+//! `Event`). A type or field that merely was not seen, even in a complete
+//! schema, is a warning: a type that does not occur and a missing field (NULL)
+//! are valid in a query.
 
 use ahash::AHashMap;
 
@@ -111,6 +118,7 @@ pub struct Schema {
     ids: AHashMap<Sym, FieldId>,
     types: AHashMap<Sym, TypeInfo>,
     fields_closed: bool,
+    types_closed: bool,
     complete: bool,
 }
 
@@ -163,6 +171,19 @@ impl Schema {
         self.fields_closed
     }
 
+    /// Marks the type set as closed: no event can be of a type not seen or
+    /// declared, whatever is read later (a CSV file without a `type` column
+    /// holds only `Event`; its header alone says so).
+    pub fn close_types(&mut self) {
+        self.types_closed = true;
+    }
+
+    /// Whether the type set is closed (fixed by the input's form, not by
+    /// having read all of it).
+    pub fn types_closed(&self) -> bool {
+        self.types_closed
+    }
+
     /// Marks whether the type observations cover the whole input.
     pub fn set_complete(&mut self, complete: bool) {
         self.complete = complete;
@@ -203,5 +224,43 @@ impl Schema {
         let mut v: Vec<&'static str> = self.types.keys().map(|s| s.as_str()).collect();
         v.sort_unstable();
         v
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::{Event, Format, Reader};
+
+    fn csv_schema(text: &str) -> Schema {
+        let mut r = Reader::new(text.as_bytes(), "t.csv", Format::Csv).unwrap();
+        let mut e = Event::default();
+        while r.next_event(&mut e).unwrap() {}
+        r.schema().clone()
+    }
+
+    /// Only a CSV file without a `type` column has its types fixed by its
+    /// form; reading a whole file with a `type` column, or JSON lines, makes
+    /// no closed type set (another type is absent, not impossible).
+    #[test]
+    fn types_are_closed_only_by_a_typeless_csv_header() {
+        let s = Schema::new();
+        assert!(!s.types_closed() && !s.fields_closed() && !s.is_complete());
+
+        let typeless = csv_schema("ts,x\n0,1\n");
+        assert!(typeless.types_closed() && typeless.fields_closed() && typeless.is_complete());
+        assert_eq!(typeless.type_names(), ["Event"]);
+
+        let typed = csv_schema("ts,type,x\n0,A,1\n");
+        assert!(!typed.types_closed() && typed.fields_closed());
+
+        let mut r = Reader::new(&b"{\"ts\":0,\"type\":\"A\"}\n"[..], "t.jsonl", Format::Jsonl).unwrap();
+        let mut e = Event::default();
+        while r.next_event(&mut e).unwrap() {}
+        assert!(!r.schema().types_closed() && !r.schema().fields_closed());
+
+        let mut s = Schema::new();
+        s.close_types();
+        assert!(s.types_closed() && !s.is_complete(), "closing the types says nothing of the observations");
     }
 }

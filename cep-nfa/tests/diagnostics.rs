@@ -38,6 +38,28 @@ fn error_with(src: &str, msg: &str, at: &str, opts: &Options) {
     assert!(rendered.contains('^'), "{rendered}");
 }
 
+/// Compiles `src` against `s`, expects it to compile with a warning
+/// containing `msg` whose span covers `at`; returns the rendered warning.
+fn warning_in(s: &mut Schema, src: &str, msg: &str, at: &str) -> String {
+    let out = match compile(src, s, &Options::default()) {
+        Ok(out) => out,
+        Err(e) => panic!("expected a warning `{msg}`, got errors for:\n{src}\n{}", e.render(src, "q.cep")),
+    };
+    let w = out.warnings.iter().find(|w| w.message.contains(msg)).unwrap_or_else(|| {
+        panic!("no warning `{msg}` for:\n{src}\ngot: {:?}", out.warnings);
+    });
+    let text = &src[w.span.start as usize..w.span.end as usize];
+    assert!(text.contains(at), "warning `{}` points at `{text}`, expected `{at}`", w.message);
+    let rendered = w.render(src, "q.cep");
+    assert!(rendered.starts_with("warning: q.cep:"), "{rendered}");
+    rendered
+}
+
+/// [`warning_in`] against the complete schema.
+fn warning(src: &str, msg: &str, at: &str) -> String {
+    warning_in(&mut schema(), src, msg, at)
+}
+
 #[test]
 fn unknown_variable() {
     error("PATTERN SEQ(A a, B b) WHERE c.x > 1", "unknown variable `c`", "c");
@@ -54,13 +76,68 @@ fn unknown_field_in_closed_schema() {
 }
 
 #[test]
-fn field_never_seen_for_type() {
-    error("PATTERN SEQ(A a, B b) WHERE a.only_b > 1", "never appears in events of type A", "only_b");
+fn unknown_field_note_without_field_columns() {
+    // A header with only `ts` (and perhaps `type`): the note lists `ts` alone.
+    let mut s = Schema::new();
+    s.observe(Sym::new("A"), &[]);
+    s.close_fields();
+    s.set_complete(true);
+    let src = "PATTERN A a WHERE a.x > 1";
+    let err = compile(src, &mut s, &Options::default()).unwrap_err();
+    let r = err.render(src, "q.cep");
+    assert!(r.contains("unknown field `x`"), "{r}");
+    assert!(r.contains("= the input's fields are: ts\n"), "{r}");
+    // With field columns they follow `ts`.
+    let src = "PATTERN SEQ(A a, B b) WHERE a.prce > 1";
+    let r = compile(src, &mut schema(), &Options::default()).unwrap_err().render(src, "q.cep");
+    assert!(r.contains("= the input's fields are: ts, x, s, only_b\n"), "{r}");
 }
 
+/// A known field that never appears in events of a type is a warning even
+/// when the whole input was read: it depends on the data, and a missing
+/// field is NULL.
+#[test]
+fn field_never_seen_for_type() {
+    let r = warning("PATTERN SEQ(A a, B b) WHERE a.only_b > 1", "never appears in events of type A", "only_b");
+    assert!(r.starts_with("warning: q.cep:1:31: field `only_b` never appears in events of type A"), "{r}");
+    let mut s = schema();
+    s.set_complete(false);
+    warning_in(&mut s, "PATTERN SEQ(A a, B b) WHERE a.only_b > 1", "never appears in events of type A", "only_b");
+}
+
+/// A type the whole input does not show is a warning, not an error: a type
+/// that does not occur is valid (a trailing `NOT` of it never blocks).
 #[test]
 fn unknown_type() {
-    error("PATTERN SEQ(A a, Tck b)", "unknown type `Tck`", "Tck");
+    let r = warning("PATTERN SEQ(A a, Tck b)", "type `Tck` does not appear in the input", "Tck");
+    assert!(r.contains("= types in the input: A, B"), "{r}");
+    let out = compile("PATTERN SEQ(A a, NOT Tck n WITHIN 10)", &mut schema(), &Options::default()).unwrap();
+    assert_eq!(out.programs.len(), 1);
+    assert!(out.warnings.iter().any(|w| w.message.contains("`Tck` does not appear")), "{:?}", out.warnings);
+}
+
+/// When the input's form fixes its types (a CSV file without a `type`
+/// column holds only `Event`), another type can never occur: an error.
+#[test]
+fn unknown_type_when_types_are_closed() {
+    let mut s = Schema::new();
+    s.field("x");
+    s.declare_type(Sym::new("Event"));
+    s.close_fields();
+    s.set_complete(true);
+    s.close_types();
+    let src = "PATTERN SEQ(Event e, Tck b)";
+    let err = compile(src, &mut s, &Options::default()).unwrap_err();
+    let d = err.0.iter().find(|d| d.message == "unknown type `Tck`").unwrap_or_else(|| panic!("{err:?}"));
+    assert_eq!(&src[d.span.start as usize..d.span.end as usize], "Tck");
+    let r = d.render(src, "q.cep");
+    assert!(r.starts_with("error: q.cep:1:22: unknown type `Tck`"), "{r}");
+    assert!(r.contains("= the input can only hold events of type Event"), "{r}");
+    // Even before any event was read, and the declared type itself is fine.
+    let mut s2 = s.clone();
+    s2.set_complete(false);
+    assert!(compile(src, &mut s2, &Options::default()).is_err());
+    assert!(compile("PATTERN Event e WHERE e.x > 1", &mut s, &Options::default()).is_ok());
 }
 
 #[test]
@@ -85,7 +162,9 @@ fn two_trailing_nots() {
 
 #[test]
 fn quantified_not() {
-    error("PATTERN SEQ(A a, NOT B+ n, A c)", "cannot be quantified", "n");
+    error("PATTERN SEQ(A a, NOT B+ n, A c)", "cannot be quantified (`+`)", "n");
+    error("PATTERN SEQ(A a, NOT B c[], A d)", "cannot be quantified (`[]`)", "c");
+    error("PATTERN SEQ(A a, NOT B* c[], A d)", "cannot be quantified (`*`, `[]`)", "c");
 }
 
 #[test]

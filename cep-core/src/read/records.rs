@@ -21,6 +21,11 @@
 //! A physical line longer than the limit is a fatal error: the records
 //! before it are read, then reading fails with its line number (a CSV
 //! parser cannot resynchronise inside a record, so the rest is lost).
+//!
+//! A quoted cell still open at the end of the input (a quote never closed)
+//! ends the last record there, as in the `csv` crate, but that record is
+//! handed out marked `open`, for the reader to report: otherwise its cell
+//! would silently swallow every line after the quote.
 
 use std::io::{self, BufRead};
 
@@ -95,12 +100,13 @@ impl<R: BufRead> CsvRecords<R> {
     }
 
     /// Reads the next record and hands `visit` its bytes, its cells (ranges
-    /// of those bytes) and the line it starts on; `Ok(None)` at the end of
-    /// the input.
+    /// of those bytes), the line it starts on and whether its last cell is
+    /// a quoted field still open at the end of the input; `Ok(None)` at the
+    /// end of the input.
     #[inline]
     pub(super) fn next<T>(
         &mut self,
-        visit: impl FnOnce(&[u8], &[(usize, usize)], u64) -> T,
+        visit: impl FnOnce(&[u8], &[(usize, usize)], u64, bool) -> T,
     ) -> Result<Option<T>, Fatal> {
         loop {
             let Some(buf) = filled(&mut self.src, self.lines + 1)? else { continue };
@@ -118,7 +124,7 @@ impl<R: BufRead> CsvRecords<R> {
                     let line = &buf[..end];
                     self.lines += 1;
                     self.record_line = self.lines;
-                    let out = visit(line, &self.cells, self.record_line);
+                    let out = visit(line, &self.cells, self.record_line, false);
                     self.src.consume(end + 1);
                     self.byte += end as u64 + 1;
                     return Ok(Some(out));
@@ -131,9 +137,15 @@ impl<R: BufRead> CsvRecords<R> {
     /// [`next`](Self::next) through `csv_core`, from the start of a record
     /// that is not a blank line.
     #[inline(never)]
-    fn next_general<T>(&mut self, visit: impl FnOnce(&[u8], &[(usize, usize)], u64) -> T) -> Result<Option<T>, Fatal> {
+    fn next_general<T>(
+        &mut self,
+        visit: impl FnOnce(&[u8], &[(usize, usize)], u64, bool) -> T,
+    ) -> Result<Option<T>, Fatal> {
         let line = self.lines + 1;
         let (mut out, mut ends) = (0, 0);
+        // At the end of the input: whether the parser was handed the
+        // newline that tells an open quote (see below), and its answer.
+        let (mut probed, mut open) = (false, false);
         if self.core.is_none() {
             self.core = Some(csv_core::ReaderBuilder::new().terminator(csv_core::Terminator::Any(b'\n')).build());
             (self.data, self.ends) = (vec![0; 256], vec![0; 16]);
@@ -146,19 +158,35 @@ impl<R: BufRead> CsvRecords<R> {
             {
                 return Err((at, too_long_message(self.max_line)));
             }
+            // At the end of the input `csv_core` ends the record whatever
+            // its state, and does not say whether a quoted field was open
+            // (nor can a copy of it be asked: its `Clone` leaves the tables
+            // behind). So it is first handed a newline that is not in the
+            // input: inside a quoted field the newline is a byte of the
+            // field, written out; anywhere else it ends the record as the
+            // end of the input would (or, between records, is skipped), and
+            // nothing is written.
+            let at_end = buf.is_empty();
+            let input = if at_end && !probed { &b"\n"[..] } else { &buf[..allowed] };
             let (result, taken, written, ended) = self.core.as_mut().expect("built above").read_record(
-                &buf[..allowed],
+                input,
                 &mut self.data[out..],
                 &mut self.ends[ends..],
             );
-            let newlines = memchr::memchr_iter(b'\n', &buf[..taken]).count();
-            self.line_len = match memchr::memrchr(b'\n', &buf[..taken]) {
-                Some(last) => taken - last - 1,
-                None => self.line_len + taken,
-            };
-            self.lines += newlines as u64;
-            self.src.consume(taken);
-            self.byte += taken as u64;
+            if at_end {
+                if taken == 1 {
+                    (probed, open) = (true, written == 1);
+                }
+            } else {
+                let newlines = memchr::memchr_iter(b'\n', &buf[..taken]).count();
+                self.line_len = match memchr::memrchr(b'\n', &buf[..taken]) {
+                    Some(last) => taken - last - 1,
+                    None => self.line_len + taken,
+                };
+                self.lines += newlines as u64;
+                self.src.consume(taken);
+                self.byte += taken as u64;
+            }
             out += written;
             ends += ended;
             match result {
@@ -176,6 +204,14 @@ impl<R: BufRead> CsvRecords<R> {
                     self.ends.resize(2 * len, 0);
                 }
                 csv_core::ReadRecordResult::Record => {
+                    if open {
+                        // The newline handed in is the open field's last
+                        // byte, not the input's.
+                        out = out.saturating_sub(1);
+                        if let Some(last) = self.ends[..ends].last_mut() {
+                            *last = out;
+                        }
+                    }
                     self.cells.clear();
                     let mut start = 0;
                     for &end in &self.ends[..ends] {
@@ -183,7 +219,7 @@ impl<R: BufRead> CsvRecords<R> {
                         start = end;
                     }
                     self.record_line = line;
-                    return Ok(Some(visit(&self.data[..out], &self.cells, line)));
+                    return Ok(Some(visit(&self.data[..out], &self.cells, line, open)));
                 }
                 csv_core::ReadRecordResult::End => return Ok(None),
             }
@@ -313,7 +349,7 @@ mod tests {
         let mut r = CsvRecords::new(src, 0, 0, max_line);
         let mut out = Vec::new();
         loop {
-            match r.next(|bytes, cells, line| (line, cells.iter().map(|&(a, b)| bytes[a..b].to_vec()).collect())) {
+            match r.next(|bytes, cells, line, _| (line, cells.iter().map(|&(a, b)| bytes[a..b].to_vec()).collect())) {
                 Ok(Some((line, cells))) => out.push(Ok((line, cells, r.byte()))),
                 Ok(None) => return out,
                 Err(e) => {
@@ -371,6 +407,84 @@ mod tests {
             let want: Vec<_> = reference(&text).into_iter().map(Ok).collect();
             prop_assert_eq!(got, want, "{:?}", String::from_utf8_lossy(&text));
         }
+    }
+
+    /// Each record's `open` flag, read through a buffer of `capacity`
+    /// bytes.
+    fn open_flags(text: &[u8], capacity: usize) -> Vec<bool> {
+        let mut r = CsvRecords::new(io::BufReader::with_capacity(capacity, text), 0, 0, 1 << 20);
+        let mut out = Vec::new();
+        while let Ok(Some(open)) = r.next(|_, _, _, open| open) {
+            out.push(open);
+        }
+        out
+    }
+
+    /// Whether `text` ends inside a quoted field, by the dialect's rules
+    /// written out: a quote opens a quoted field only at a field's start
+    /// (after a comma or a `\n`; a `\r` is a plain byte), a doubled quote
+    /// inside one is a quote, and a single quote closes it.
+    fn ends_in_quotes(text: &[u8]) -> bool {
+        let (mut quoted, mut field_start) = (false, true);
+        let mut i = 0;
+        while i < text.len() {
+            let b = text[i];
+            if quoted {
+                if b == b'"' {
+                    if text.get(i + 1) == Some(&b'"') {
+                        i += 1;
+                    } else {
+                        quoted = false;
+                    }
+                }
+            } else {
+                quoted = b == b'"' && field_start;
+                field_start = matches!(b, b',' | b'\n');
+            }
+            i += 1;
+        }
+        quoted
+    }
+
+    proptest! {
+        #![proptest_config(ProptestConfig::with_cases(1000))]
+
+        /// Only the last record can be open, and it is exactly when the
+        /// text ends inside a quoted field, through any buffer.
+        #[test]
+        fn the_last_record_is_open_when_the_text_ends_in_quotes(text in csv_text(), capacity in 1usize..64) {
+            let flags = open_flags(&text, capacity);
+            let (last, before) = match flags.split_last() {
+                Some((&last, before)) => (last, before),
+                None => (false, &[][..]),
+            };
+            prop_assert!(before.iter().all(|&open| !open), "{:?}", String::from_utf8_lossy(&text));
+            prop_assert_eq!(last, ends_in_quotes(&text), "{:?}", String::from_utf8_lossy(&text));
+        }
+    }
+
+    #[test]
+    fn a_quote_open_at_the_end_marks_the_last_record() {
+        for (text, want) in [
+            (&b"a\n\"x\ny"[..], &[false, true][..]),
+            (b"a\n\"x\ny\n", &[false, true]),
+            (b"\"", &[true]),
+            (b"a,\"", &[true]),
+            (b"\"x\"\"", &[true]),
+            (b"\"x\"\"\"", &[false]),
+            (b"\"x\"", &[false]),
+            (b"\"x\"y", &[false]),
+            (b"a\"b", &[false]),
+            (b"a\r\"b", &[false]),
+            (b"a\n\n", &[false]),
+            (b"", &[]),
+        ] {
+            for capacity in [1, 2, 64] {
+                assert_eq!(open_flags(text, capacity), want, "{:?}", String::from_utf8_lossy(text));
+            }
+        }
+        // The open cell holds the rest of the input, as in the `csv` crate.
+        assert_eq!(records(b"1,\"a\nb\n", 4, 100), [Ok((1, vec![b"1".to_vec(), b"a\nb\n".to_vec()], 7))]);
     }
 
     #[test]
@@ -441,7 +555,7 @@ mod tests {
         let mut r = CsvRecords::new(io::BufReader::new(Interrupting { chunks }), 0, 0, 100);
         let mut got = Vec::new();
         while let Some(cells) = r
-            .next(|bytes, cells, line| (line, cells.iter().map(|&(a, b)| bytes[a..b].to_vec()).collect::<Vec<_>>()))
+            .next(|bytes, cells, line, _| (line, cells.iter().map(|&(a, b)| bytes[a..b].to_vec()).collect::<Vec<_>>()))
             .unwrap()
         {
             got.push(cells);

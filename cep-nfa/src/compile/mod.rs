@@ -3,7 +3,7 @@
 //!
 //! For each statement the compiler
 //! 1. checks the pattern's shape (no leading `NOT`, a trailing `NOT` has a
-//!    quiet period, unique variables, known types);
+//!    quiet period, unique variables, types the input can hold);
 //! 2. assigns each conjunct to its owner (the element of the last variable it
 //!    names, or the negation it names) and classifies it (iteration
 //!    condition, completion condition, early or late negation condition);
@@ -372,7 +372,14 @@ impl<'a> StatementCompiler<'a> {
                     );
                 }
                 if el.quant != Quant::One || el.brackets {
-                    self.error(el.var.span, format!("a NOT element cannot be quantified (`{}`)", el.quant.symbol()));
+                    let mut marks = Vec::new();
+                    if el.quant != Quant::One {
+                        marks.push(format!("`{}`", el.quant.symbol()));
+                    }
+                    if el.brackets {
+                        marks.push("`[]`".to_owned());
+                    }
+                    self.error(el.var.span, format!("a NOT element cannot be quantified ({})", marks.join(", ")));
                 }
                 if i > last_pos {
                     if trailing_count > 1 {
@@ -417,26 +424,38 @@ impl<'a> StatementCompiler<'a> {
         sound
     }
 
+    /// Resolves the types of an element. A type the input has not shown is
+    /// an error only when the input's types are fixed by its form
+    /// ([`Schema::types_closed`]: a CSV file without a `type` column holds
+    /// only `Event`); otherwise it is a warning, even when the whole input
+    /// was read, since a type that does not occur is no error in the query
+    /// (a `NOT` of it never blocks, a positive element of it never matches).
     fn check_types(&mut self, types: &[Ident]) -> Vec<Sym> {
         let mut out = Vec::new();
         for t in types {
             let sym = Sym::new(&t.name);
-            // With no event seen at all (no input yet, or an empty one) there
-            // is nothing to check against: an empty input is not a bad query.
-            let nothing_seen = self.schema.type_names().is_empty();
-            if !nothing_seen && self.schema.type_info(sym).is_none() {
+            if self.schema.type_info(sym).is_none() {
                 let known = self.schema.type_names();
-                let hint = if known.is_empty() {
-                    "no event has been seen".to_owned()
-                } else {
-                    format!("types in the input: {}", known.join(", "))
-                };
-                let d = if self.schema.is_complete() {
-                    Diagnostic::error(t.span, format!("unknown type `{}`", t.name))
-                } else {
-                    Diagnostic::warning(t.span, format!("type `{}` has not been seen in the input so far", t.name))
-                };
-                self.diags.push(d.with_note(hint));
+                if self.schema.types_closed() {
+                    let only = if known.is_empty() {
+                        "the input can hold no events".to_owned()
+                    } else {
+                        format!("the input can only hold events of type {}", known.join(" or "))
+                    };
+                    self.diags.push(Diagnostic::error(t.span, format!("unknown type `{}`", t.name)).with_note(only));
+                } else if !known.is_empty() {
+                    // With no event seen at all (no input yet, or an empty
+                    // one) there is nothing to check against: an empty input
+                    // is not a bad query.
+                    let msg = if self.schema.is_complete() {
+                        format!("type `{}` does not appear in the input", t.name)
+                    } else {
+                        format!("type `{}` has not been seen in the input so far", t.name)
+                    };
+                    self.diags.push(
+                        Diagnostic::warning(t.span, msg).with_note(format!("types in the input: {}", known.join(", "))),
+                    );
+                }
             }
             out.push(sym);
         }
@@ -549,10 +568,10 @@ impl<'a> StatementCompiler<'a> {
         let fid = match self.schema.lookup(name) {
             Some(f) => f,
             None if self.schema.fields_closed() => {
-                let names: Vec<&str> = self.schema.field_names().collect();
+                let names: Vec<&str> = std::iter::once("ts").chain(self.schema.field_names()).collect();
                 self.diags.push(
                     Diagnostic::error(span, format!("unknown field `{name}`"))
-                        .with_note(format!("the input's fields are: ts, {}", names.join(", "))),
+                        .with_note(format!("the input's fields are: {}", names.join(", "))),
                 );
                 return None;
             }
@@ -562,10 +581,11 @@ impl<'a> StatementCompiler<'a> {
         let seen_types = types.iter().any(|t| self.schema.type_info(*t).is_some_and(|i| i.count > 0));
         if kinds.is_empty() && seen_types {
             let tnames: Vec<&str> = types.iter().map(|t| t.as_str()).collect();
+            // A warning even when the whole input was read: it depends on the
+            // data, and a missing field is NULL (LANGUAGE.md), which `NOT`
+            // or `OR` can still turn into a match.
             let msg = format!("field `{name}` never appears in events of type {}", tnames.join(" or "));
-            let d =
-                if self.schema.is_complete() { Diagnostic::error(span, msg) } else { Diagnostic::warning(span, msg) };
-            self.diags.push(d);
+            self.diags.push(Diagnostic::warning(span, msg).with_note("where it is missing, it is NULL"));
         }
         Some(fid)
     }
