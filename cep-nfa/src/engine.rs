@@ -1593,6 +1593,15 @@ pub(crate) fn apply_updates(updates: &[RegUpdate], regs: &mut [Value], frame: &[
                 regs[r] = sum;
                 regs[r + 1] = n;
             }
+            RegOp::Avg(s) => {
+                if count_before == 0 {
+                    regs[r..r + 3].fill(Value::Null);
+                }
+                let (lo, hi, n) = crate::compile::ops::avg_step(regs[r], regs[r + 1], regs[r + 2], frame[s as usize]);
+                regs[r] = lo;
+                regs[r + 1] = hi;
+                regs[r + 2] = n;
+            }
             RegOp::Min(s) => regs[r] = crate::compile::ops::extreme_step(regs[r], frame[s as usize], Ordering::Less),
             RegOp::Max(s) => regs[r] = crate::compile::ops::extreme_step(regs[r], frame[s as usize], Ordering::Greater),
         }

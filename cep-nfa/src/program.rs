@@ -139,8 +139,14 @@ pub enum RegOp {
     First(Slot),
     /// The frame slot of the k-th event (1-based).
     Nth(u32, Slot),
-    /// Sum of non-NULL values; the next register counts them (for `avg`).
+    /// Sum of non-NULL values (`sum`): NULL for good once an int addition
+    /// overflows; the next register counts the values.
     Sum(Slot),
+    /// The running state of `avg` in this and the next two registers: the
+    /// exact int sum (low and high 64 bits) or a float sum, and the count
+    /// (see [`avg_step`](crate::compile::ops::avg_step)). Apart from `Sum`
+    /// because an overflowing int sum makes `sum` NULL but not `avg`.
+    Avg(Slot),
     /// Smallest non-NULL value.
     Min(Slot),
     /// Largest non-NULL value.

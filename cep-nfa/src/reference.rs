@@ -770,13 +770,25 @@ fn aggregate(f: AggFn, vals: &[Value]) -> Value {
         AggFn::First => vals.first().copied().unwrap_or(Value::Null),
         AggFn::Last => vals.last().copied().unwrap_or(Value::Null),
         // The sum is the left fold of `+` over the non-NULL numbers, so an
-        // int overflow gives NULL and stays NULL; avg is that sum / count.
+        // int overflow gives NULL and stays NULL.
         AggFn::Sum | AggFn::Avg if nums.is_empty() => Value::Null,
         AggFn::Sum => {
             nums[1..].iter().fold(nums[0], |acc, v| if acc.is_null() { acc } else { arith(BinOp::Add, acc, *v) })
         }
+        // avg is a float, so an int overflow of the sum does not make it
+        // NULL: over ints it is the exact sum / count, rounded once to the
+        // nearest float; from the first float on, the sum is a float (the
+        // exact int sum before it, rounded, plus it, then `+` as in sum).
         AggFn::Avg => {
-            let sum = aggregate(AggFn::Sum, vals);
+            let ints = nums.iter().take_while(|v| matches!(v, Value::Int(_))).count();
+            let exact: i128 = nums[..ints].iter().filter_map(Value::as_i64).map(i128::from).sum();
+            let sum = match nums[ints..].split_first() {
+                None => return Value::Float(crate::compile::ops::int_avg(exact, nums.len() as u64)),
+                Some((first, rest)) => {
+                    let start = if ints == 0 { *first } else { arith(BinOp::Add, Value::float(exact as f64), *first) };
+                    rest.iter().fold(start, |acc, v| if acc.is_null() { acc } else { arith(BinOp::Add, acc, *v) })
+                }
+            };
             sum.as_f64().map_or(Value::Null, |s| Value::float(s / nums.len() as f64))
         }
         AggFn::Min | AggFn::Max => {

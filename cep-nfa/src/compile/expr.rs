@@ -27,7 +27,7 @@ pub(crate) enum Node {
         k: u32,
         cand: Slot,
     },
-    /// `avg` from a (sum, n) register pair.
+    /// `avg` from the three registers of [`ops::avg_step`].
     Avg(Reg),
     Neg(Box<Node>),
     Abs(Box<Node>),
@@ -77,7 +77,7 @@ pub(crate) fn value_fn(node: &Node) -> ValFn {
         }
         Node::Avg(r) => {
             let r = r as usize;
-            Box::new(move |_, g| ops::avg(g[r], g[r + 1]))
+            Box::new(move |_, g| ops::avg(g[r], g[r + 1], g[r + 2]))
         }
         Node::Neg(a) => {
             let a = value_fn(&a);

@@ -147,6 +147,7 @@ enum RegKey {
     First(usize, SlotKey),
     Nth(usize, u32, SlotKey),
     Sum(usize, SlotKey),
+    Avg(usize, SlotKey),
     Min(usize, SlotKey),
     Max(usize, SlotKey),
     RegionLo(usize),
@@ -646,6 +647,13 @@ impl<'a> StatementCompiler<'a> {
                 self.regs.push(RegKey::Sum(v, s));
                 (Some(v), Some(RegOp::Sum(self.slot(s))))
             }
+            RegKey::Avg(v, s) => {
+                // Avg takes three: the int sum's low and high halves (or a
+                // float sum) and the count. Not shared with `sum`, whose
+                // register is NULL once the int sum overflows i64.
+                self.regs.extend([RegKey::Avg(v, s); 2]);
+                (Some(v), Some(RegOp::Avg(self.slot(s))))
+            }
             RegKey::Min(v, s) => (Some(v), Some(RegOp::Min(self.slot(s)))),
             RegKey::Max(v, s) => (Some(v), Some(RegOp::Max(self.slot(s)))),
             RegKey::RegionLo(_) | RegKey::RegionHi(_) => (None, None),
@@ -664,6 +672,7 @@ impl<'a> StatementCompiler<'a> {
             RegKey::First(v, s) => format!("{}[1].{}", var(v), self.slot_name(s)),
             RegKey::Nth(v, k, s) => format!("{}[{k}].{}", var(v), self.slot_name(s)),
             RegKey::Sum(v, s) => format!("sum({}.{})", var(v), self.slot_name(s)),
+            RegKey::Avg(v, s) => format!("avg({}.{})", var(v), self.slot_name(s)),
             RegKey::Min(v, s) => format!("min({}.{})", var(v), self.slot_name(s)),
             RegKey::Max(v, s) => format!("max({}.{})", var(v), self.slot_name(s)),
             RegKey::RegionLo(n) => format!("region start of NOT #{}", n + 1),
@@ -1003,7 +1012,7 @@ impl<'a> StatementCompiler<'a> {
                 (Node::Reg(r), if ty == Ty::Int { Ty::Int } else { ty.arith(Ty::Int) })
             }
             AggFn::Avg => {
-                let r = self.reg(RegKey::Sum(p, fid));
+                let r = self.reg(RegKey::Avg(p, fid));
                 (Node::Avg(r), Ty::Float)
             }
             AggFn::Min => (Node::Reg(self.reg(RegKey::Min(p, fid))), ty),

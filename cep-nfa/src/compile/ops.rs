@@ -122,13 +122,99 @@ pub fn sum_step(sum: Value, n: Value, v: Value) -> (Value, Value) {
     (new_sum, Value::Int(count + 1))
 }
 
-/// `avg` from a running `(sum, n)`.
+/// The running state of `avg`: three registers `(lo, hi, n)`, kept apart
+/// from `sum`'s because the two read an int overflow differently.
+///
+/// `sum` follows the contract's `+` (an int overflow is NULL for good), but
+/// `avg` is a float, and the average of ints is always representable even
+/// when their sum is not: `avg(5e18, 5e18)` is 5e18. So while every value
+/// is an int, `(lo, hi)` hold the exact sum as an i128 split into its low
+/// and high 64 bits (two `Int`s: registers are [`Value`]s), and `n` counts
+/// the values. An i128 cannot overflow here: each value is within 2^63, so
+/// 2^64 values sum to less than 2^127, more than any run can bind. Float
+/// arithmetic is no substitute: a float running sum would round at every
+/// step (5e18 + 1 + … loses the ones), where the exact sum gives the float
+/// nearest the exact average ([`int_avg`]).
+///
+/// From the first float on, the sum is a float as in `sum` (the exact int
+/// sum so far, rounded, plus the float, …): `hi` is NULL, `lo` the float sum,
+/// NULL for good once it is not finite. Values that are not numbers are
+/// skipped.
 #[inline]
-pub fn avg(sum: Value, n: Value) -> Value {
-    match (sum.as_f64(), n.as_i64()) {
-        (Some(s), Some(c)) if c > 0 => Value::float(s / c as f64),
-        _ => Value::Null,
+pub fn avg_step(lo: Value, hi: Value, n: Value, v: Value) -> (Value, Value, Value) {
+    let count = n.as_i64().unwrap_or(0);
+    let exact = if count == 0 { Some(0) } else { int_sum(lo, hi) };
+    let (lo, hi) = match (v, exact) {
+        (Value::Int(x), Some(s)) => split(s + i128::from(x)),
+        // The first value is a float: the sum starts as that float (not
+        // `0.0 + x`, which would turn -0.0 into 0.0).
+        (Value::Float(_), Some(_)) if count == 0 => (v, Value::Null),
+        (Value::Float(x), Some(s)) => (Value::float(s as f64 + x), Value::Null),
+        (Value::Int(_) | Value::Float(_), None) => (arith(BinOp::Add, lo, v), Value::Null),
+        _ => return (lo, hi, n),
+    };
+    (lo, hi, Value::Int(count + 1))
+}
+
+/// `avg` from the running `(lo, hi, n)` of [`avg_step`]: NULL over no value.
+#[inline]
+pub fn avg(lo: Value, hi: Value, n: Value) -> Value {
+    let Some(c) = n.as_i64().filter(|&c| c > 0) else { return Value::Null };
+    match int_sum(lo, hi) {
+        Some(s) => Value::Float(int_avg(s, c as u64)),
+        None => lo.as_f64().map_or(Value::Null, |s| Value::float(s / c as f64)),
     }
+}
+
+/// The exact int sum held in `(lo, hi)`, or `None` once the sum is a float.
+#[inline(always)]
+fn int_sum(lo: Value, hi: Value) -> Option<i128> {
+    match (lo, hi) {
+        (Value::Int(lo), Value::Int(hi)) => Some((i128::from(hi) << 64) | i128::from(lo as u64)),
+        _ => None,
+    }
+}
+
+/// An i128 as (low 64 bits, high 64 bits), both as `Int`s.
+#[inline(always)]
+fn split(s: i128) -> (Value, Value) {
+    (Value::Int(s as i64), Value::Int((s >> 64) as i64))
+}
+
+/// `sum / n` rounded to the nearest float (ties to even), for an int sum
+/// `sum` of `n >= 1` values, each within i64 (so the result is finite).
+///
+/// `sum as f64 / n as f64` rounds twice once `|sum|` or `n` passes 2^53, so
+/// beyond that the quotient is computed in integers instead: enough of its
+/// bits (at least 55) and a sticky bit for the rest, which one correctly
+/// rounded `u128 as f64` conversion then rounds as the exact quotient would
+/// be; scaling by a power of two is exact.
+pub fn int_avg(sum: i128, n: u64) -> f64 {
+    debug_assert!(n > 0);
+    const EXACT: u128 = 1 << 53;
+    let a = sum.unsigned_abs();
+    let n = u128::from(n);
+    let q = if a < EXACT && n < EXACT {
+        // Both exact in f64: IEEE division rounds once, correctly.
+        a as f64 / n as f64
+    } else if a == 0 {
+        0.0
+    } else {
+        // m = floor(a * 2^shift / n), rem the remainder: 63 more bits per
+        // step, each step in u128 (rem < n <= 2^64, m < 2^55 before it).
+        // At most two steps: a / n >= 2^-64, so floor(a * 2^126 / n) >= 2^62.
+        let (mut m, mut rem, mut shift) = (a / n, a % n, 0u64);
+        while m < 1 << 55 {
+            let wide = rem << 63;
+            m = (m << 63) | (wide / n);
+            rem = wide % n;
+            shift += 63;
+        }
+        let sticky = u128::from(rem != 0);
+        // 2^-shift (shift <= 126: a normal float, so the product is exact).
+        (m | sticky) as f64 * f64::from_bits((1023 - shift) << 52)
+    };
+    if sum < 0 { -q } else { q }
 }
 
 /// Folds a value into a running min (`want = Less`) or max (`Greater`),
@@ -179,7 +265,99 @@ mod tests {
         assert_eq!(s, Value::Null);
         let (s, _) = sum_step(s, n, Value::Int(1));
         assert_eq!(s, Value::Null, "overflow sticks");
-        assert_eq!(avg(Value::Int(3), Value::Int(2)), Value::Float(1.5));
+    }
+
+    fn avg_of(vals: &[Value]) -> Value {
+        let (mut lo, mut hi, mut n) = (Value::Null, Value::Null, Value::Null);
+        for v in vals {
+            (lo, hi, n) = avg_step(lo, hi, n, *v);
+        }
+        avg(lo, hi, n)
+    }
+
+    #[test]
+    fn avg_of_ints_never_overflows() {
+        let (big, max, min) = (Value::Int(5_000_000_000_000_000_000), Value::Int(i64::MAX), Value::Int(i64::MIN));
+        assert_eq!(avg_of(&[Value::Int(1), Value::Null, Value::Int(2)]), Value::Float(1.5));
+        assert_eq!(avg_of(&[Value::Null, Value::str("a")]), Value::Null);
+        assert_eq!(avg_of(&[big, big]), Value::Float(5e18));
+        assert_eq!(avg_of(&[max, max, max]), Value::Float(9223372036854775807.0));
+        assert_eq!(avg_of(&[min, min]), Value::Float(-9223372036854775808.0));
+        assert_eq!(avg_of(&[max, min]), Value::Float(-0.5));
+        // i64::MAX + 1 needs the high part; the exact sum is 2^63 + 2^62.
+        assert_eq!(avg_of(&[max, Value::Int(1), Value::Int(1 << 62)]), Value::Float(2f64.powi(62)));
+        // From the first float on the sum is a float: the exact int sum so
+        // far (past i64 here), rounded, plus the float.
+        assert_eq!(avg_of(&[max, max, Value::Float(0.5)]), Value::Float(2f64.powi(64) / 3.0));
+        assert_eq!(avg_of(&[Value::Float(-0.0), Value::Int(1)]), Value::Float(0.5));
+        assert_eq!(avg_of(&[Value::Float(1e308), Value::Float(1e308)]), Value::Null, "a float sum past f64 is NULL");
+        // Below 2^53 it is the plain quotient.
+        assert_eq!(avg_of(&[Value::Int(1), Value::Int(2), Value::Int(2)]), Value::Float(5.0 / 3.0));
+    }
+
+    /// Whether `a / n` is below, at or above `d * 2^j` (exactly).
+    fn cmp_quotient(a: u128, n: u128, d: u128, j: i32) -> Ordering {
+        let dn = d * n;
+        if j >= 0 {
+            if j as u32 >= dn.leading_zeros() {
+                return Ordering::Less;
+            }
+            a.cmp(&(dn << j))
+        } else {
+            if (-j) as u32 >= a.leading_zeros() {
+                return Ordering::Greater;
+            }
+            (a << -j).cmp(&dn)
+        }
+    }
+
+    #[test]
+    fn int_avg_is_the_nearest_float() {
+        // A small xorshift: deterministic, no dependency.
+        let mut state = 0x9E37_79B9_7F4A_7C15u64;
+        let mut next = move || {
+            state ^= state << 13;
+            state ^= state >> 7;
+            state ^= state << 17;
+            state
+        };
+        for i in 0..20_000 {
+            let n = match i % 4 {
+                0 => next() % 16 + 1,
+                1 => (next() >> (next() % 64)) | 1,
+                2 => (1 << 53) + next() % 1000,
+                _ => next() | (1 << 63),
+            };
+            // |sum| <= n * 2^63, as for n values within i64.
+            let bound = u128::from(n) << 63;
+            let a = (((u128::from(next()) << 64) | u128::from(next())) % (bound + 1)) >> (next() % 128);
+            let sum = if next() % 2 == 0 { a as i128 } else { -(a as i128) };
+            let f = int_avg(sum, n);
+            assert_eq!(f < 0.0, sum < 0, "sign of {sum} / {n}");
+            let x = f.abs();
+            if a == 0 {
+                assert_eq!(x, 0.0);
+                continue;
+            }
+            // x = m * 2^k with m a 53-bit integer; its neighbours' midpoints
+            // are (2m ± 1) * 2^(k-1), or (4m - 1) * 2^(k-2) below a power of two.
+            let bits = x.to_bits();
+            let m = u128::from(bits & ((1 << 52) - 1) | 1 << 52);
+            let k = ((bits >> 52) as i32) - 1075;
+            let (below, above) = if m == 1 << 52 {
+                ((4 * m - 1, k - 2), (2 * m + 1, k - 1))
+            } else {
+                ((2 * m - 1, k - 1), (2 * m + 1, k - 1))
+            };
+            let n = u128::from(n);
+            let lo = cmp_quotient(a, n, below.0, below.1);
+            let hi = cmp_quotient(a, n, above.0, above.1);
+            assert!(lo != Ordering::Less && hi != Ordering::Greater, "{sum} / {n} gave {f}");
+            // On a tie the even mantissa wins.
+            if lo == Ordering::Equal || hi == Ordering::Equal {
+                assert_eq!(m % 2, 0, "{sum} / {n} gave {f}: a tie goes to even");
+            }
+        }
     }
 
     #[test]
