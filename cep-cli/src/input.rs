@@ -154,9 +154,9 @@ pub fn read_prefix(input: &mut Input, limit: usize, skip_bad: bool, skipped: &mu
 /// Reads and compiles a query file, printing warnings; errors are rendered
 /// with `FILE:LINE:COL`, the source line and a caret.
 pub fn compile_query(path: &Path, schema: &mut Schema, unit: TimeUnit) -> Result<(String, Compiled), Failure> {
-    let src =
-        std::fs::read_to_string(path).map_err(|e| Failure::other(format!("cannot read {}: {e}", path.display())))?;
     let name = path.display().to_string();
+    let bytes = read_query_file(path, &name)?;
+    let src = String::from_utf8(bytes).map_err(|e| not_utf8(&name, e.as_bytes(), e.utf8_error().valid_up_to()))?;
     match compile(&src, schema, &Options { time_unit: unit }) {
         Ok(c) => {
             for w in &c.warnings {
@@ -166,6 +166,38 @@ pub fn compile_query(path: &Path, schema: &mut Schema, unit: TimeUnit) -> Result
         }
         Err(d) => Err(Failure::bad_input(d.render(&src, &name))),
     }
+}
+
+/// The largest query file read, in bytes: a file of queries larger than
+/// this (hundreds of thousands of statements, each with engines of its own)
+/// is a mistake, such as `/dev/zero`, which must not be read without end.
+pub const MAX_QUERY_FILE: u64 = 16 << 20;
+
+/// The bytes of query file `path` (named `name`), at most [`MAX_QUERY_FILE`].
+fn read_query_file(path: &Path, name: &str) -> Result<Vec<u8>, Failure> {
+    use std::io::Read;
+    let cannot = |e: std::io::Error| Failure::other(format!("cannot read {name}: {e}"));
+    let mut bytes = Vec::new();
+    File::open(path).and_then(|f| f.take(MAX_QUERY_FILE + 1).read_to_end(&mut bytes)).map_err(cannot)?;
+    if bytes.len() as u64 > MAX_QUERY_FILE {
+        return Err(Failure::bad_input(format!(
+            "error: {name}: the query file is larger than {} MiB",
+            MAX_QUERY_FILE >> 20
+        )));
+    }
+    Ok(bytes)
+}
+
+/// A query file that is not UTF-8 is a bad query (exit 2), reported at the
+/// line and column of its first byte that is not: `bytes[..valid]` is UTF-8.
+fn not_utf8(name: &str, bytes: &[u8], valid: usize) -> Failure {
+    let before = std::str::from_utf8(&bytes[..valid]).expect("valid up to here");
+    let line = before.matches('\n').count() + 1;
+    let column = before.rsplit('\n').next().map_or(0, |l| l.chars().count()) + 1;
+    Failure::bad_input(format!(
+        "error: {name}:{line}:{column}: the query is not valid UTF-8 (byte 0x{:02x})",
+        bytes[valid]
+    ))
 }
 
 /// Parses `--time-unit`.

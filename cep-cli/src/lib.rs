@@ -52,8 +52,11 @@ impl Failure {
 }
 
 /// Runs the command line `args` (the first being the program name) and
-/// returns the process exit code; errors go to stderr.
-pub fn main_with(args: impl IntoIterator<Item = String>) -> ExitCode {
+/// returns the process exit code; errors go to stderr. The arguments are
+/// `OsString`s (or anything that converts), as `std::env::args_os` gives
+/// them: an argument that is not UTF-8 (a legal file name on Linux) is a
+/// usage error or a path, never a panic.
+pub fn main_with<T: Into<std::ffi::OsString> + Clone>(args: impl IntoIterator<Item = T>) -> ExitCode {
     let cli = match Cli::try_parse_from(args) {
         Ok(c) => c,
         Err(e) => {

@@ -144,6 +144,7 @@ pub fn run(args: RunArgs) -> Result<(), Failure> {
         Failure::bad_input(format!("unknown --late policy `{}`: expected drop, fail or side:FILE", args.late))
     })?;
     let late_fails = matches!(late, LatePolicy::Fail);
+    check_outputs(&args, &late)?;
     let skip_bad = match args.on_bad_row.as_str() {
         "fail" => false,
         "skip" => true,
@@ -395,6 +396,53 @@ const MAX_THREADS: usize = 1024;
 /// The most queries `--threads` above 1 runs (the sharded runtime's
 /// limit); more run on one thread, with a warning.
 const MAX_SHARDED_QUERIES: usize = 63;
+
+/// Refuses outputs that are also inputs or each other: `--out` truncates
+/// its file before the input is read, so `--out` on the events file would
+/// destroy them, and `--out` and `--late side:` on one file would lose one
+/// of the two (LANGUAGE.md: never silent loss).
+fn check_outputs(args: &RunArgs, late: &LatePolicy) -> Result<(), Failure> {
+    let side = match late {
+        LatePolicy::Side(f) => Some(Path::new(f.as_str())),
+        _ => None,
+    };
+    let events = (args.events != "-").then(|| Path::new(args.events.as_str()));
+    let inputs = [
+        ("the events file", events),
+        ("the query file", args.query.as_deref()),
+        ("the levels file", args.levels.as_deref()),
+    ];
+    let outputs = [("--out", "the --out file", args.out.as_deref()), ("--late side:", "the late-event file", side)];
+    for (i, &(flag, _, out)) in outputs.iter().enumerate() {
+        let Some(out) = out.and_then(file_identity) else { continue };
+        let later = outputs[i + 1..].iter().map(|&(_, what, path)| (what, path));
+        let clash =
+            inputs.into_iter().chain(later).find(|(_, other)| other.and_then(file_identity) == Some(out.clone()));
+        if let Some((what, _)) = clash {
+            return Err(Failure::bad_input(format!(
+                "{flag}{} is also {what}: one of them would be overwritten",
+                if flag.ends_with(':') { out.display().to_string() } else { format!(" {}", out.display()) }
+            )));
+        }
+    }
+    Ok(())
+}
+
+/// A path that names the same file as any other path naming it: the
+/// canonical path of a regular file, or of its directory joined with its
+/// name if it does not exist yet; `None` when not even the directory
+/// exists, and for what is not a regular file (`/dev/null` may take both
+/// outputs).
+fn file_identity(path: &Path) -> Option<PathBuf> {
+    if let Ok(p) = path.canonicalize() {
+        return p.metadata().ok()?.is_file().then_some(p);
+    }
+    let dir = match path.parent() {
+        Some(d) if !d.as_os_str().is_empty() => d,
+        _ => Path::new("."),
+    };
+    Some(dir.canonicalize().ok()?.join(path.file_name()?))
+}
 
 /// The cores this process may use.
 fn cores() -> usize {

@@ -551,3 +551,68 @@ fn unknown_type_in_a_typeless_csv() {
     assert_query_error(&o, &q, 1, 25, &["unknown field `y`"]);
     assert!(o.stderr.lines().any(|l| l.trim() == "= the input's fields are: ts"), "{o:#?}");
 }
+
+/// A query file that is not UTF-8 is a bad query: exit 2, at the line and
+/// column of the first byte that is not, for `run` and `check`.
+#[test]
+fn a_query_file_that_is_not_utf8() {
+    let d = Scratch::new("query-not-utf8");
+    let e = d.write("e.csv", "ts,type\n0,A\n");
+    let q = d.write("q.cep", b"PATTERN A \xff\n");
+    assert_query_error(&run(&q, &e, &[]), &q, 1, 11, &["not valid UTF-8", "0xff"]);
+    let q2 = d.write("q2.cep", b"-- caf\xc3\xa9 \xe9\nPATTERN A a\n");
+    assert_query_error(&cep(&["check", "--query", &q2]), &q2, 1, 9, &["not valid UTF-8", "0xe9"]);
+}
+
+/// An argument that is not UTF-8 (a legal Linux file name) is a usage
+/// error or a path, never a panic.
+#[test]
+fn an_argument_that_is_not_utf8() {
+    use std::ffi::OsStr;
+    use std::os::unix::ffi::OsStrExt;
+    let d = Scratch::new("arg-not-utf8");
+    let e = d.write("e.csv", "ts,type\n0,A\n");
+    let bad = OsStr::from_bytes(b"q\xff.cep");
+    for args in [vec![bad], vec![OsStr::new("run"), OsStr::new("--query"), bad, OsStr::new("--events"), OsStr::new(&e)]]
+    {
+        let out = Command::new(CEP).args(&args).output().unwrap();
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert!(!stderr.contains("panicked"), "{stderr}");
+        assert!(matches!(out.status.code(), Some(1 | 2)), "{stderr}");
+    }
+}
+
+/// `--out` that is also an input, or also the late-event file, is refused
+/// before anything is written: the input stays as it was.
+#[test]
+fn outputs_that_are_inputs_are_refused() {
+    let d = Scratch::new("output-clash");
+    let text = "ts,type\n0,A\n5,A\n1,A\n";
+    let e = d.write("e.csv", text);
+    let q = d.write("q.cep", "PATTERN A a\n");
+    let o = run(&q, &e, &["--out", &e]);
+    assert_eq!(o.code, Some(2), "{o:#?}");
+    assert!(o.stderr.contains("is also the events file"), "{o:#?}");
+    assert_eq!(std::fs::read_to_string(&e).unwrap(), text);
+    let o = run(&q, &e, &["--out", &q]);
+    assert!(o.code == Some(2) && o.stderr.contains("is also the query file"), "{o:#?}");
+    assert_eq!(std::fs::read_to_string(&q).unwrap(), "PATTERN A a\n");
+    // The same file named two ways, one not there yet.
+    let out = d.0.join("out.jsonl");
+    let late = format!("side:{}/./out.jsonl", d.0.display());
+    let o = run(&q, &e, &["--out", out.to_str().unwrap(), "--late", &late]);
+    assert!(o.code == Some(2) && o.stderr.contains("is also the late-event file"), "{o:#?}");
+    // Not regular files: both outputs may go to /dev/null.
+    let o = run(&q, &e, &["--out", "/dev/null", "--late", "side:/dev/null"]);
+    assert_eq!(o.code, Some(0), "{o:#?}");
+    assert!(o.stderr.contains("1 late"), "{o:#?}");
+}
+
+/// A query "file" without end (`/dev/zero`) is refused once it passes the
+/// limit, not read until memory runs out.
+#[test]
+fn a_query_file_without_end() {
+    let o = cep(&["check", "--query", "/dev/zero"]);
+    assert_eq!(o.code, Some(2), "{o:#?}");
+    assert!(o.stderr.contains("the query file is larger than 16 MiB"), "{o:#?}");
+}
