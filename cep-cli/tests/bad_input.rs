@@ -6,52 +6,19 @@
 //! Also the subcommands' basic contract: option checks, `--stats`,
 //! `cep check` prints a plan, `cep demo` runs.
 
-use std::path::PathBuf;
 use std::process::Command;
 
-const CEP: &str = env!("CARGO_BIN_EXE_cep");
+mod common;
 
-/// A scratch directory for one test, removed on drop.
-struct Scratch(PathBuf);
+use common::{CEP, Output};
 
-impl Scratch {
-    fn new(test: &str) -> Scratch {
-        let dir = std::env::temp_dir().join(format!("cep-cli-bad-input-{}-{test}", std::process::id()));
-        let _ = std::fs::remove_dir_all(&dir);
-        std::fs::create_dir_all(&dir).unwrap_or_else(|e| panic!("{}: {e}", dir.display()));
-        Scratch(dir)
-    }
-
-    /// Writes `file` and returns its path as a string (as passed to `cep`).
-    fn write(&self, file: &str, text: impl AsRef<[u8]>) -> String {
-        let p = self.0.join(file);
-        std::fs::write(&p, text).unwrap_or_else(|e| panic!("{}: {e}", p.display()));
-        p.to_str().expect("a UTF-8 temp path").to_owned()
-    }
-}
-
-impl Drop for Scratch {
-    fn drop(&mut self) {
-        let _ = std::fs::remove_dir_all(&self.0);
-    }
-}
-
-#[derive(Debug)]
-struct Output {
-    code: Option<i32>,
-    stdout: String,
-    stderr: String,
+/// A scratch directory for one test of this suite.
+fn scratch(test: &str) -> common::Scratch {
+    common::Scratch::new("bad-input", test)
 }
 
 fn cep(args: &[&str]) -> Output {
-    let out = Command::new(CEP).args(args).output().expect("cannot start cep");
-    let o = Output {
-        code: out.status.code(),
-        stdout: String::from_utf8_lossy(&out.stdout).into_owned(),
-        stderr: String::from_utf8_lossy(&out.stderr).into_owned(),
-    };
-    assert!(!o.stderr.contains("panicked"), "cep panicked: {o:#?}");
-    o
+    Output::of(Command::new(CEP).args(args).output().expect("cannot start cep"), args)
 }
 
 fn run(query: &str, events: &str, extra: &[&str]) -> Output {
@@ -90,7 +57,7 @@ const AB: &str = "PATTERN SEQ(A a, B b)\n";
 
 #[test]
 fn empty_events_file() {
-    let d = Scratch::new("empty");
+    let d = scratch("empty");
     let q = d.write("q.cep", AB);
     let e = d.write("e.csv", "");
     let o = run(&q, &e, &[]);
@@ -102,7 +69,7 @@ fn empty_events_file() {
 fn header_only() {
     // Without a `type` column every event is an `Event`, so the query's type
     // is known even though no row comes.
-    let d = Scratch::new("header-only");
+    let d = scratch("header-only");
     let q = d.write("q.cep", "PATTERN SEQ(Event a, Event b) WHERE b.x > a.x\n");
     let e = d.write("e.csv", "ts,x\n");
     let o = run(&q, &e, &[]);
@@ -113,7 +80,7 @@ fn header_only() {
 
 #[test]
 fn no_ts_column() {
-    let d = Scratch::new("no-ts");
+    let d = scratch("no-ts");
     let q = d.write("q.cep", AB);
     let e = d.write("e.csv", "time,type\n0,A\n1,B\n");
     let o = run(&q, &e, &[]);
@@ -122,7 +89,7 @@ fn no_ts_column() {
 
 #[test]
 fn non_integer_ts() {
-    let d = Scratch::new("bad-ts");
+    let d = scratch("bad-ts");
     let q = d.write("q.cep", AB);
     let e = d.write("e.csv", "ts,type\n0,A\n1.5,B\n2,B\n");
     let o = run(&q, &e, &[]);
@@ -136,7 +103,7 @@ fn non_integer_ts() {
 
 #[test]
 fn overflowing_ts() {
-    let d = Scratch::new("overflow-ts");
+    let d = scratch("overflow-ts");
     let q = d.write("q.cep", AB);
     let e = d.write("e.csv", "ts,type\n0,A\n99999999999999999999,B\n");
     let o = run(&q, &e, &[]);
@@ -145,7 +112,7 @@ fn overflowing_ts() {
 
 #[test]
 fn ragged_row() {
-    let d = Scratch::new("ragged");
+    let d = scratch("ragged");
     let q = d.write("q.cep", AB);
     // Row 1 (line 3) has three cells under a two-column header.
     let e = d.write("e.csv", "ts,type\n0,A\n1,B,7\n2,A\n3,B\n");
@@ -166,7 +133,7 @@ fn ragged_row() {
 
 #[test]
 fn invalid_json_line() {
-    let d = Scratch::new("bad-json");
+    let d = scratch("bad-json");
     let q = d.write("q.cep", AB);
     let e = d.write("e.jsonl", "{\"ts\":0,\"type\":\"A\"}\n{\"ts\":1,\"type\":\"B\"\n{\"ts\":2,\"type\":\"B\"}\n");
     let o = run(&q, &e, &[]);
@@ -180,7 +147,7 @@ fn invalid_json_line() {
 
 #[test]
 fn ten_mb_line() {
-    let d = Scratch::new("10mb");
+    let d = scratch("10mb");
     let big = "x".repeat(10 << 20);
     let q = d.write("q.cep", "PATTERN SEQ(A a, B b) WHERE skip-till-any-match AND b.s != a.s\n");
     // a0 pairs with b1 (different s) but not with b2 (the same 10 MB string).
@@ -199,7 +166,7 @@ fn ten_mb_line() {
 /// nothing and the B at row 2 completes the match.
 #[test]
 fn nan_and_inf_in_a_float_column() {
-    let d = Scratch::new("nan-inf");
+    let d = scratch("nan-inf");
     let q = d.write("q.cep", "PATTERN SEQ(A a, B b) WHERE b.x > a.x\n");
     for (i, word) in ["NaN", "nan", "inf", "-inf", "+Infinity", "1e999"].iter().enumerate() {
         let e = d.write(&format!("e{i}.csv"), format!("ts,type,x\n0,A,1.5\n1,B,{word}\n2,B,2.5\n"));
@@ -218,7 +185,7 @@ fn nan_and_inf_in_a_float_column() {
 
 #[test]
 fn syntax_error_at_the_end_of_the_query() {
-    let d = Scratch::new("syntax-end");
+    let d = scratch("syntax-end");
     let e = d.write("e.csv", "ts,type,x\n0,A,1\n1,B,2\n");
     // No final newline: the error is just past the last character.
     let src = "PATTERN SEQ(A a, B b) WHERE";
@@ -249,7 +216,7 @@ fn syntax_error_at_the_end_of_the_query() {
 /// the read-ahead saw the whole file: the query runs (and finds nothing).
 #[test]
 fn unknown_type() {
-    let d = Scratch::new("unknown-type");
+    let d = scratch("unknown-type");
     let q = d.write("q.cep", "PATTERN SEQ(A a, Z b)\n");
     let e = d.write("e.csv", "ts,type\n0,A\n1,B\n");
     let o = run(&q, &e, &[]);
@@ -264,7 +231,7 @@ fn unknown_type() {
 
 #[test]
 fn integer_literal_beyond_i64() {
-    let d = Scratch::new("big-literal");
+    let d = scratch("big-literal");
     let q = d.write("q.cep", "PATTERN A a WHERE a.x > 99999999999999999999\n");
     let e = d.write("e.csv", "ts,type,x\n0,A,1\n");
     let o = run(&q, &e, &[]);
@@ -282,7 +249,7 @@ fn division_by_zero_and_overflow_in_a_predicate() {
     // row 0: x 10, y 0: 10 / 0 and 10 % 0 are NULL; 10 + 0 = 10.
     // row 1: x i64::MAX, y 1: MAX / 1 = MAX; MAX + 1 overflows: NULL; MAX % 1 = 0.
     // row 2: x 4, y 2: everything defined.
-    let d = Scratch::new("div-zero");
+    let d = scratch("div-zero");
     let q = d.write(
         "q.cep",
         "QUERY div PATTERN A a WHERE a.x / a.y >= 0;\n\
@@ -306,7 +273,7 @@ fn division_by_zero_and_overflow_in_a_predicate() {
 
 #[test]
 fn matches_before_an_error_are_kept() {
-    let d = Scratch::new("keep-matches");
+    let d = scratch("keep-matches");
     let q = d.write("q.cep", AB);
     // The match a0 b1 is complete at row 1; row 2 (line 4) is bad.
     let e = d.write("e.csv", "ts,type\n0,A\n1,B\nx,A\n3,B\n");
@@ -332,7 +299,7 @@ fn matches_before_an_error_are_kept() {
 
 #[test]
 fn threads_zero_is_refused_and_two_match_one() {
-    let d = Scratch::new("threads");
+    let d = scratch("threads");
     let q = d.write("q.cep", AB);
     let e = d.write("e.csv", "ts,type\n0,A\n1,B\n");
     let o = run(&q, &e, &["--threads", "0"]);
@@ -346,7 +313,7 @@ fn threads_zero_is_refused_and_two_match_one() {
 
 #[test]
 fn check_prints_the_plan() {
-    let d = Scratch::new("check");
+    let d = scratch("check");
     let q = d.write("q.cep", AB);
     let o = cep(&["check", "--query", &q]);
     assert_eq!(o.code, Some(0), "{o:#?}");
@@ -362,7 +329,7 @@ fn demo_runs() {
 
 #[test]
 fn checkpoint_and_cap_options_are_checked() {
-    let d = Scratch::new("ckpt-options");
+    let d = scratch("ckpt-options");
     let q = d.write("q.cep", AB);
     let e = d.write("e.csv", "ts,type\n0,A\n1,B\n");
     let refused = |extra: &[&str], words: &str| {
@@ -380,7 +347,7 @@ fn checkpoint_and_cap_options_are_checked() {
 
 #[test]
 fn stats_and_the_partial_match_cap() {
-    let d = Scratch::new("stats");
+    let d = scratch("stats");
     let q = d.write("q.cep", "PATTERN SEQ(A a, B b) WHERE skip-till-any-match AND [k]\n");
     let e = d.write("e.csv", "ts,type,k\n0,A,1\n1,A,1\n2,A,1\n3,A,2\n4,B,1\n5,B,2\n");
     let o = run(&q, &e, &["--stats", "--engine", "run"]);
@@ -422,7 +389,7 @@ fn stats_and_the_partial_match_cap() {
 /// skipping counts it; a late event under `--late fail` reports its row.
 #[test]
 fn bad_and_late_rows_past_the_read_ahead() {
-    let d = Scratch::new("past-prefix");
+    let d = scratch("past-prefix");
     let q = d.write("q.cep", AB);
     let mut csv = String::from("ts,type\n");
     for i in 0..10_000 {
@@ -452,27 +419,7 @@ fn bad_and_late_rows_past_the_read_ahead() {
 
 /// Runs `cep run --query QUERY` with `input` on stdin (and `extra`).
 fn run_stdin(query: &str, input: &str, extra: &[&str]) -> Output {
-    use std::io::Write;
-    use std::process::Stdio;
-    let mut child = Command::new(CEP)
-        .args(["run", "--query", query])
-        .args(extra)
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .expect("cannot start cep");
-    let mut stdin = child.stdin.take().expect("piped stdin");
-    stdin.write_all(input.as_bytes()).expect("write to cep's stdin");
-    drop(stdin);
-    let out = child.wait_with_output().expect("cep's output");
-    let o = Output {
-        code: out.status.code(),
-        stdout: String::from_utf8_lossy(&out.stdout).into_owned(),
-        stderr: String::from_utf8_lossy(&out.stderr).into_owned(),
-    };
-    assert!(!o.stderr.contains("panicked"), "cep panicked: {o:#?}");
-    o
+    common::with_stdin(Command::new(CEP).args(["run", "--query", query]).args(extra), input.as_bytes(), "stdin")
 }
 
 /// The match lines of `o` as JSON, without their ids.
@@ -493,7 +440,7 @@ fn match_lines(o: &Output) -> Vec<serde_json::Value> {
 /// (stdin).
 #[test]
 fn trailing_negation_of_a_type_not_in_the_input() {
-    let d = Scratch::new("trailing-not-absent-type");
+    let d = scratch("trailing-not-absent-type");
     let q = d.write("n5.cep", "PATTERN SEQ(A a, NOT B b WITHIN 10)");
     let csv = "ts,type\n0,A\n";
     let e = d.write("n5.csv", csv);
@@ -515,7 +462,7 @@ fn trailing_negation_of_a_type_not_in_the_input() {
 /// true), with a warning that the field never appears.
 #[test]
 fn field_that_never_appears_is_null() {
-    let d = Scratch::new("field-never-appears");
+    let d = scratch("field-never-appears");
     let q = d.write("nv.cep", "PATTERN A a WHERE NOT a.v > 1");
     let csv = "ts,type,v\n0,A,\n1,A,\n";
     let e = d.write("nv.csv", csv);
@@ -536,7 +483,7 @@ fn field_that_never_appears_is_null() {
 /// alone.
 #[test]
 fn unknown_type_in_a_typeless_csv() {
-    let d = Scratch::new("typeless-unknown-type");
+    let d = scratch("typeless-unknown-type");
     let q = d.write("q.cep", "PATTERN SEQ(Event e,\n  A a)\n");
     let csv = "ts,x\n0,1\n1,2\n";
     let e = d.write("e.csv", csv);
@@ -556,7 +503,7 @@ fn unknown_type_in_a_typeless_csv() {
 /// column of the first byte that is not, for `run` and `check`.
 #[test]
 fn a_query_file_that_is_not_utf8() {
-    let d = Scratch::new("query-not-utf8");
+    let d = scratch("query-not-utf8");
     let e = d.write("e.csv", "ts,type\n0,A\n");
     let q = d.write("q.cep", b"PATTERN A \xff\n");
     assert_query_error(&run(&q, &e, &[]), &q, 1, 11, &["not valid UTF-8", "0xff"]);
@@ -570,7 +517,7 @@ fn a_query_file_that_is_not_utf8() {
 fn an_argument_that_is_not_utf8() {
     use std::ffi::OsStr;
     use std::os::unix::ffi::OsStrExt;
-    let d = Scratch::new("arg-not-utf8");
+    let d = scratch("arg-not-utf8");
     let e = d.write("e.csv", "ts,type\n0,A\n");
     let bad = OsStr::from_bytes(b"q\xff.cep");
     for args in [vec![bad], vec![OsStr::new("run"), OsStr::new("--query"), bad, OsStr::new("--events"), OsStr::new(&e)]]
@@ -586,7 +533,7 @@ fn an_argument_that_is_not_utf8() {
 /// before anything is written: the input stays as it was.
 #[test]
 fn outputs_that_are_inputs_are_refused() {
-    let d = Scratch::new("output-clash");
+    let d = scratch("output-clash");
     let text = "ts,type\n0,A\n5,A\n1,A\n";
     let e = d.write("e.csv", text);
     let q = d.write("q.cep", "PATTERN A a\n");

@@ -11,45 +11,18 @@
 //! read-ahead prefix (the first 4096 rows) and after it, where a file is
 //! parsed by the parallel reader.
 
-use std::io::Write;
-use std::path::PathBuf;
-use std::process::{Command, Stdio};
+use std::process::Command;
 
-const CEP: &str = env!("CARGO_BIN_EXE_cep");
+mod common;
+
+use common::{CEP, Output, Scratch};
 
 /// Rows past the read-ahead prefix of `cep run` (`SCHEMA_PREFIX`, 4096).
 const FILLER: u64 = 4200;
 
-/// A scratch directory for one test, removed on drop.
-struct Scratch(PathBuf);
-
-impl Scratch {
-    fn new(test: &str) -> Scratch {
-        let dir = std::env::temp_dir().join(format!("cep-cli-csv-cells-{}-{test}", std::process::id()));
-        let _ = std::fs::remove_dir_all(&dir);
-        std::fs::create_dir_all(&dir).unwrap_or_else(|e| panic!("{}: {e}", dir.display()));
-        Scratch(dir)
-    }
-
-    /// Writes `file` and returns its path as a string (as passed to `cep`).
-    fn write(&self, file: &str, text: impl AsRef<[u8]>) -> String {
-        let p = self.0.join(file);
-        std::fs::write(&p, text).unwrap_or_else(|e| panic!("{}: {e}", p.display()));
-        p.to_str().expect("a UTF-8 temp path").to_owned()
-    }
-}
-
-impl Drop for Scratch {
-    fn drop(&mut self) {
-        let _ = std::fs::remove_dir_all(&self.0);
-    }
-}
-
-#[derive(Debug)]
-struct Output {
-    code: Option<i32>,
-    stdout: String,
-    stderr: String,
+/// A scratch directory for one test of this suite.
+fn scratch(test: &str) -> Scratch {
+    Scratch::new("csv-cells", test)
 }
 
 /// How the events reach `cep run`.
@@ -93,22 +66,11 @@ fn run(via: Via, query: &str, events: &str, extra: &[&str]) -> Output {
             cmd.args(["--events", "-", "--format", "csv"]);
         }
     }
-    let mut child =
-        cmd.stdin(Stdio::piped()).stdout(Stdio::piped()).stderr(Stdio::piped()).spawn().expect("cannot start cep");
-    let mut stdin = child.stdin.take().expect("piped stdin");
-    if let Via::Stdin = via {
-        let text = std::fs::read(events).unwrap_or_else(|e| panic!("{events}: {e}"));
-        stdin.write_all(&text).expect("write to cep's stdin");
-    }
-    drop(stdin);
-    let out = child.wait_with_output().expect("cep's output");
-    let o = Output {
-        code: out.status.code(),
-        stdout: String::from_utf8_lossy(&out.stdout).into_owned(),
-        stderr: String::from_utf8_lossy(&out.stderr).into_owned(),
+    let text = match via {
+        Via::Stdin => std::fs::read(events).unwrap_or_else(|e| panic!("{events}: {e}")),
+        _ => Vec::new(),
     };
-    assert!(!o.stderr.contains("panicked"), "cep panicked ({via:?}): {o:#?}");
-    o
+    common::with_stdin(&mut cmd, &text, via)
 }
 
 /// Each match as `query var rows` (its `vars` rows, in order), sorted: with
@@ -144,7 +106,7 @@ fn filler(from: u64, n: u64) -> String {
 /// an integer.
 #[test]
 fn nan_inf_and_out_of_range_numbers_are_values() {
-    let d = Scratch::new("values");
+    let d = scratch("values");
     let q = d.write(
         "q.cep",
         "QUERY words PATTERN A a WHERE a.x = 'nan' OR a.x = 'NaN' OR a.x = 'NAN' OR a.x = 'inf' OR a.x = 'INF' \
@@ -201,7 +163,7 @@ fn nan_inf_and_out_of_range_numbers_are_values() {
 /// whose cell held every line after the quote, the run exiting 0.
 #[test]
 fn an_unterminated_quote_is_a_bad_row() {
-    let d = Scratch::new("unterminated");
+    let d = scratch("unterminated");
     let q = d.write("q.cep", "PATTERN A a\n");
     // Within the read-ahead prefix (the brief's case), and past it.
     let small = "ts,type,s\n0,A,\"unterminated\n1,B,y\n";
@@ -248,7 +210,7 @@ fn an_unterminated_quote_is_a_bad_row() {
 /// their row numbers.
 #[test]
 fn closed_quoted_cells_are_read() {
-    let d = Scratch::new("closed");
+    let d = scratch("closed");
     let q = d.write(
         "q.cep",
         "QUERY comma PATTERN A a WHERE a.s = 'x,y';\n\

@@ -14,11 +14,10 @@ mod support;
 
 use cep_core::{Event, Schema, Sym, TimeUnit, Value};
 use cep_nfa::compile::{Options, compile_file};
-use cep_nfa::engine::Engine;
 use cep_nfa::reference;
 use cep_nfa::syntax::parse;
 use proptest::prelude::*;
-use support::{Case, arb_query, to_ref};
+use support::{Case, arb_query};
 
 const BIG: i64 = 5_000_000_000_000_000_000;
 
@@ -49,14 +48,7 @@ fn rows(query: &str, (events, schema): &(Vec<Event>, Schema)) -> Vec<String> {
         .remove(0);
     assert!(cep_nfa::stack::qualifies(&prog).is_err(), "{query}: the stack engine takes it: check it here too");
     let names: Vec<String> = prog.elements.iter().map(|e| e.var.clone()).collect();
-    let mut engine = Engine::new(prog);
-    let mut got = Vec::new();
-    for e in events {
-        engine.push(e).unwrap();
-        got.extend(engine.drain().map(to_ref));
-    }
-    engine.finish();
-    got.extend(engine.drain().map(to_ref));
+    let got = support::run_engine(prog, events).unwrap();
     let want = reference::run(&file.statements[0], events, &schema, TimeUnit::Millis);
     assert_eq!(got, want, "{query}: run engine vs reference");
     got.iter()
@@ -166,14 +158,7 @@ fn check(case: &Case) -> Result<(), TestCaseError> {
         .map_err(|d| TestCaseError::fail(d.render(&case.query, "q")))?
         .programs
         .remove(0);
-    let mut engine = Engine::new(prog);
-    let mut got = Vec::new();
-    for e in &case.events {
-        engine.push(e).map_err(|l| TestCaseError::fail(l.to_string()))?;
-        got.extend(engine.drain().map(to_ref));
-    }
-    engine.finish();
-    got.extend(engine.drain().map(to_ref));
+    let got = support::run_engine(prog, &case.events).map_err(TestCaseError::fail)?;
     let want = reference::run(&file.statements[0], &case.events, &case.schema, TimeUnit::Millis);
     prop_assert_eq!(got, want, "query: {}\nevents: {:?}", case.query, case.events);
     Ok(())

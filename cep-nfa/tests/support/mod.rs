@@ -20,6 +20,21 @@ pub fn to_ref(m: Match) -> RefMatch {
     RefMatch { key: m.key, start: m.start, end: m.end, vars }
 }
 
+/// Runs `prog` on the run engine over `events`, then the end of the input:
+/// every match in emission order, in the reference matcher's terms (an
+/// event the engine refuses, as late, is the error).
+pub fn run_engine(prog: cep_nfa::program::Program<Event>, events: &[Event]) -> Result<Vec<RefMatch>, String> {
+    let mut engine = cep_nfa::engine::Engine::new(prog);
+    let mut got = Vec::new();
+    for e in events {
+        engine.push(e).map_err(|l| l.to_string())?;
+        got.extend(engine.drain().map(to_ref));
+    }
+    engine.finish();
+    got.extend(engine.drain().map(to_ref));
+    Ok(got)
+}
+
 /// The rise / spike / quiet query of LANGUAGE.md §7, word for word.
 pub const RISE_SPIKE: &str = include_str!("../../../testdata/rise_spike.cep");
 
