@@ -102,9 +102,7 @@ pub fn reopen_events(
 }
 
 fn sniff(src: &mut Box<dyn BufRead + Send>) -> io::Result<Format> {
-    let buf = src.fill_buf()?;
-    let first = buf.iter().find(|b| !b.is_ascii_whitespace());
-    Ok(if first == Some(&b'{') { Format::Jsonl } else { Format::Csv })
+    Ok(Format::sniff(src.fill_buf()?))
 }
 
 /// A reader error as a failure (exit code 2 for bad input, 1 for I/O).

@@ -563,3 +563,17 @@ fn a_query_file_without_end() {
     assert_eq!(o.code, Some(2), "{o:#?}");
     assert!(o.stderr.contains("the query file is larger than 16 MiB"), "{o:#?}");
 }
+
+/// JSON lines that start with a UTF-8 byte order mark read as without it,
+/// from a file and from stdin (whose format is sniffed past the mark).
+#[test]
+fn json_lines_with_a_byte_order_mark() {
+    let d = scratch("jsonl-bom");
+    let text = "\u{feff}{\"ts\":0,\"type\":\"A\"}\n{\"ts\":1,\"type\":\"B\"}\n";
+    let e = d.write("e.jsonl", text);
+    let q = d.write("q.cep", "PATTERN SEQ(A a, B b)\n");
+    for o in [run(&q, &e, &[]), run_stdin(&q, text, &[])] {
+        assert_eq!(o.code, Some(0), "{o:#?}");
+        assert!(o.stdout.contains(r#""vars":{"a":[0],"b":[1]}"#), "{o:#?}");
+    }
+}

@@ -8,7 +8,9 @@
 //! - The first record is the header. It must name a `ts` column; a `type`
 //!   column is optional; every other column becomes a field, registered in
 //!   column order, and the field set is then closed. Header names are trimmed
-//!   of surrounding whitespace; an empty or duplicate name is a fatal error.
+//!   of surrounding whitespace; an empty or duplicate name is a fatal error
+//!   (found with a hash set: a header of 100,000 columns reads in
+//!   milliseconds).
 //!   Without a `type` column every event has type `Event`, so the schema is
 //!   declared complete from the start.
 //! - A cell is trimmed of surrounding ASCII whitespace, then typed
@@ -51,7 +53,9 @@
 //!   strings and out-of-range integers are bad rows; `null` counts as
 //!   missing). `type` is an optional string; `null` or `""` mean `Event`.
 //! - Other keys are fields, registered on first sight (the field set stays
-//!   open). Integers are ints (beyond `i64`, a bad row), other numbers floats
+//!   open). An event holds its fields up to the last one it has, not the
+//!   schema's width ([`Event::get`] reads a field past the end as NULL), so a
+//!   row costs what it holds however many keys came before it. Integers are ints (beyond `i64`, a bad row), other numbers floats
 //!   (serde_json rejects numbers that overflow an `f64`), then bools, strings
 //!   and `null` (NULL). Arrays and objects as values are a bad row. When a key
 //!   repeats, the last value wins.
@@ -59,6 +63,9 @@
 //!
 //! # Both formats
 //!
+//! - A UTF-8 byte order mark at the very start of the input is ignored; a
+//!   mark anywhere else is text (in JSON lines, invalid JSON).
+//!   [`Format::sniff`] looks past it too.
 //! - Data rows are numbered from 0 in input order, bad rows included.
 //! - A physical line longer than [`MAX_LINE_LEN`] (64 MiB) is a bad row in JSON
 //!   lines (the line is skipped without being buffered) and a fatal error in
@@ -76,7 +83,7 @@ use std::borrow::Cow;
 use std::fmt;
 use std::io::{self, BufRead};
 
-use ahash::AHashMap;
+use ahash::{AHashMap, AHashSet};
 use serde::de::{self, DeserializeSeed, MapAccess, SeqAccess, Visitor};
 
 use crate::{DEFAULT_TYPE, Event, FieldId, Schema, Sym, Value};
@@ -84,6 +91,11 @@ use crate::{DEFAULT_TYPE, Event, FieldId, Schema, Sym, Value};
 mod records;
 
 use records::CsvRecords;
+
+/// The UTF-8 byte order mark, ignored at the start of an input (CSV or
+/// JSON lines): editors on Windows write it, and it is no part of the first
+/// column's name or of the first JSON object.
+pub const BOM: &[u8] = b"\xEF\xBB\xBF";
 
 /// The longest physical input line accepted, in bytes (64 MiB).
 pub const MAX_LINE_LEN: usize = 64 << 20;
@@ -124,6 +136,30 @@ impl Format {
             Some(Format::Jsonl)
         } else {
             None
+        }
+    }
+
+    /// The format of an input whose name says nothing (stdin), from its
+    /// first bytes: JSON lines if the first character other than ASCII
+    /// whitespace, after a byte order mark, is `{`; else CSV. (The mark
+    /// must be looked past: it is `\xEF\xBB\xBF`, and a JSON-lines stream
+    /// that starts with it was read as CSV, and failed on a header without
+    /// `ts`.)
+    ///
+    /// # Examples
+    /// ```
+    /// use cep_core::Format;
+    /// assert_eq!(Format::sniff(b"  {\"ts\":0}\n"), Format::Jsonl);
+    /// assert_eq!(Format::sniff(b"\xEF\xBB\xBF{\"ts\":0}\n"), Format::Jsonl);
+    /// assert_eq!(Format::sniff(b"ts,price\n0,1\n"), Format::Csv);
+    /// assert_eq!(Format::sniff(b"\xEF\xBB\xBFts,price\n"), Format::Csv);
+    /// assert_eq!(Format::sniff(b""), Format::Csv);
+    /// ```
+    pub fn sniff(head: &[u8]) -> Format {
+        let head = head.strip_prefix(BOM).unwrap_or(head);
+        match head.iter().find(|b| !b.is_ascii_whitespace()) {
+            Some(b'{') => Format::Jsonl,
+            _ => Format::Csv,
         }
     }
 
@@ -259,9 +295,15 @@ impl<R: BufRead> Reader<R> {
                     ReadError { file: file.to_owned(), line, row: None, message, kind: ReadErrorKind::Fatal }
                 })?))
             }
-            Format::Jsonl => {
-                Inner::Jsonl(JsonState { src, buf: Vec::new(), line: 0, bytes: 0, keys: AHashMap::new(), max_line })
-            }
+            Format::Jsonl => Inner::Jsonl(JsonState {
+                src,
+                buf: Vec::new(),
+                line: 0,
+                bytes: 0,
+                keys: AHashMap::new(),
+                new_keys: true,
+                max_line,
+            }),
         };
         Ok(Reader {
             file: file.to_owned(),
@@ -392,6 +434,7 @@ impl<R: BufRead> Reader<R> {
                 line: at.line.saturating_sub(1),
                 bytes: at.byte,
                 keys: json.keys.clone(),
+                new_keys: json.new_keys,
                 max_line: json.max_line,
             }),
         };
@@ -406,6 +449,25 @@ impl<R: BufRead> Reader<R> {
             failed: None,
             last_line: 0,
             inner,
+        }
+    }
+
+    /// Fixes the field set at the schema's fields: from now on a JSON key
+    /// the schema does not know is still read and checked (a bad value
+    /// makes a bad row), but neither registered nor kept. For the parallel
+    /// reader's blocks: a block's reader holds a copy of the schema, so the
+    /// ids it would give new keys would be its own (the same id for
+    /// different keys in different blocks), and the parallel reader has no
+    /// schema to name them by; kept, every event of a block that brings a
+    /// key per row grew to the width of all the keys before it (`cep run`
+    /// on 20,000 such rows: 2.1 GB). CSV fixes its fields with the header.
+    pub(crate) fn fix_fields(&mut self) {
+        if let Inner::Jsonl(json) = &mut self.inner {
+            json.new_keys = false;
+            // Fields registered without being read (a query's, say) too.
+            for (id, name) in self.schema.field_names().enumerate() {
+                json.keys.entry(name.into()).or_insert(id as FieldId);
+            }
         }
     }
 
@@ -633,9 +695,14 @@ fn open_csv<R: BufRead>(
 /// The columns a header's cells name, registered in `schema` (whose field
 /// set is then closed).
 fn header_columns(cells: &[&[u8]], line: u64, schema: &mut Schema) -> Result<Columns, records::Fatal> {
-    let mut names: Vec<&str> = Vec::with_capacity(cells.len());
+    // `ColName`s, not `&str`s, so that comparing them is counted in tests.
+    let mut names: Vec<ColName<'_>> = Vec::with_capacity(cells.len());
+    // The names so far, to find a duplicate with one look-up per column: a
+    // scan of the names before each column made the header quadratic (a
+    // header of 100,000 columns took 14 s).
+    let mut seen: AHashSet<ColName<'_>> = AHashSet::with_capacity(cells.len());
     for (i, &cell) in cells.iter().enumerate() {
-        let cell = if i == 0 { cell.strip_prefix(b"\xEF\xBB\xBF").unwrap_or(cell) } else { cell };
+        let cell = if i == 0 { cell.strip_prefix(BOM).unwrap_or(cell) } else { cell };
         let Ok(name) = std::str::from_utf8(cell) else {
             return Err((line, format!("invalid UTF-8 in the name of column {}", i + 1)));
         };
@@ -643,18 +710,17 @@ fn header_columns(cells: &[&[u8]], line: u64, schema: &mut Schema) -> Result<Col
         if name.is_empty() {
             return Err((line, format!("column {} of the header has an empty name", i + 1)));
         }
-        if names.contains(&name) {
+        if !seen.insert(ColName(name)) {
             return Err((line, format!("duplicate column `{name}` in the header")));
         }
-        names.push(name);
+        names.push(ColName(name));
     }
-    if !names.contains(&"ts") {
-        let found = names.iter().map(|n| format!("`{n}`")).collect::<Vec<_>>().join(", ");
-        return Err((line, format!("the header has no `ts` column (found {found})")));
+    if !seen.contains(&ColName("ts")) {
+        return Err((line, no_ts_message(&names)));
     }
     let mut cols = Vec::with_capacity(names.len());
     let mut col_names = Vec::with_capacity(names.len());
-    for &name in &names {
+    for &ColName(name) in &names {
         cols.push(match name {
             "ts" => Col::Ts,
             "type" => Col::Type,
@@ -665,6 +731,43 @@ fn header_columns(cells: &[&[u8]], line: u64, schema: &mut Schema) -> Result<Col
     schema.close_fields();
     Ok((cols, col_names))
 }
+
+/// Header names listed at most in the message for a header without `ts`.
+const SHOW_MAX_NAMES: usize = 8;
+
+/// The message for a header without a `ts` column: the names it has (the
+/// first few, each cut short: a header of 100,000 columns is not a
+/// message), and a hint when it looks like JSON lines read as CSV.
+#[cold]
+fn no_ts_message(names: &[ColName<'_>]) -> String {
+    let mut found =
+        names.iter().take(SHOW_MAX_NAMES).map(|n| format!("`{}`", show(n.0.as_bytes()))).collect::<Vec<_>>();
+    if names.len() > SHOW_MAX_NAMES {
+        found.push(format!("and {} more", names.len() - SHOW_MAX_NAMES));
+    }
+    let mut message = format!("the header has no `ts` column (found {})", found.join(", "));
+    if names.first().is_some_and(|n| n.0.starts_with('{')) {
+        message.push_str("; the input looks like JSON lines: give it the `.jsonl` extension or `--format jsonl`");
+    }
+    message
+}
+
+/// A header name in the set of names seen, compared by its text. A type of
+/// its own so that the tests can count the comparisons a header costs
+/// (`tests::NAME_COMPARES`): a regression to a scan per column shows as
+/// a count, not as a slow test.
+#[derive(Hash)]
+struct ColName<'a>(&'a str);
+
+impl PartialEq for ColName<'_> {
+    fn eq(&self, other: &Self) -> bool {
+        #[cfg(test)]
+        tests::NAME_COMPARES.with(|n| n.set(n.get() + 1));
+        self.0 == other.0
+    }
+}
+
+impl Eq for ColName<'_> {}
 
 /// What each column holds, and its name.
 type Columns = (Vec<Col>, Vec<Box<str>>);
@@ -974,6 +1077,9 @@ struct JsonState<R> {
     bytes: u64,
     /// Field ids by key, so known keys skip the global interner.
     keys: AHashMap<Box<str>, FieldId>,
+    /// Whether a key not in `keys` is registered as a new field (else its
+    /// value is dropped: [`Reader::fix_fields`]).
+    new_keys: bool,
     max_line: usize,
 }
 
@@ -1040,6 +1146,7 @@ impl<R: BufRead> JsonState<R> {
         default_ty: Sym,
     ) -> Result<bool, RawError> {
         loop {
+            let first = self.bytes == 0;
             let end = read_line_limited(&mut self.src, &mut self.buf, self.max_line, &mut self.bytes)
                 .map_err(|e| RawError { line: self.line + 1, row: None, message: format!("read error: {e}") })?;
             let line = match end {
@@ -1054,18 +1161,26 @@ impl<R: BufRead> JsonState<R> {
                 *rows += 1;
                 return Err(RawError { line, row: Some(row), message: too_long_message(self.max_line) });
             }
-            let text = self.buf.trim_ascii();
+            // A byte order mark is no part of the first line's object (a
+            // reader reopened at byte 0, a parallel reader's first block,
+            // skips it too).
+            let text = if first { self.buf.strip_prefix(BOM).unwrap_or(&self.buf) } else { &self.buf[..] };
+            let text = text.trim_ascii();
             if text.is_empty() {
                 continue;
             }
             let row = *rows;
             *rows += 1;
+            // Only up to the last field present (`Event::get` reads a field
+            // past the end as NULL): widened to the schema, each event cost
+            // time and memory in proportion to every key ever seen, and
+            // rows that each bring a new key were quadratic.
             event.fields.clear();
-            event.fields.resize(schema.field_count(), Value::Null);
             let mut ctx = RowCtx {
                 schema,
                 fields: &mut event.fields,
                 keys: &mut self.keys,
+                new_keys: self.new_keys,
                 strings,
                 line: text,
                 numbers: 0,
@@ -1113,6 +1228,7 @@ struct RowCtx<'a> {
     schema: &'a mut Schema,
     fields: &'a mut Vec<Value>,
     keys: &'a mut AHashMap<Box<str>, FieldId>,
+    new_keys: bool,
     strings: &'a mut StrCache,
     /// The line's text, to recover a number's spelling in rare cases.
     line: &'a [u8],
@@ -1131,13 +1247,18 @@ impl RowCtx<'_> {
         E::custom("bad value")
     }
 
-    fn field_id(&mut self, key: &str) -> FieldId {
+    /// The field `key` names; `None` when it is new and new keys are not
+    /// registered.
+    fn field_id(&mut self, key: &str) -> Option<FieldId> {
         if let Some(&id) = self.keys.get(key) {
-            return id;
+            return Some(id);
+        }
+        if !self.new_keys {
+            return None;
         }
         let id = self.schema.field(key);
         self.keys.insert(key.into(), id);
-        id
+        Some(id)
     }
 }
 
@@ -1161,9 +1282,9 @@ impl<'de> Visitor<'de> for &mut RowCtx<'_> {
             let target = match &*key.0 {
                 "ts" => Target::Ts,
                 "type" => Target::Type,
-                name => Target::Field(self.field_id(name)),
+                name => self.field_id(name).map_or(Target::Drop, Target::Field),
             };
-            map.next_value_seed(ValueSeed { ctx: &mut *self, target })?;
+            map.next_value_seed(ValueSeed { ctx: &mut *self, target, key: &key.0 })?;
         }
         Ok(())
     }
@@ -1227,15 +1348,19 @@ enum Target {
     Ts,
     Type,
     Field(FieldId),
+    /// A field not kept ([`Reader::fix_fields`]): its value is only checked.
+    Drop,
 }
 
 /// Reads one value of an object into its target.
-struct ValueSeed<'c, 'a> {
+struct ValueSeed<'c, 'a, 'k> {
     ctx: &'c mut RowCtx<'a>,
     target: Target,
+    /// The key, for messages.
+    key: &'k str,
 }
 
-impl<'de> DeserializeSeed<'de> for ValueSeed<'_, '_> {
+impl<'de> DeserializeSeed<'de> for ValueSeed<'_, '_, '_> {
     type Value = ();
 
     fn deserialize<D: de::Deserializer<'de>>(self, d: D) -> Result<(), D::Error> {
@@ -1274,13 +1399,9 @@ fn nth_number(text: &[u8], n: usize) -> Option<&[u8]> {
     None
 }
 
-impl ValueSeed<'_, '_> {
-    fn name(&self) -> &'static str {
-        match self.target {
-            Target::Ts => "ts",
-            Target::Type => "type",
-            Target::Field(id) => self.ctx.schema.field_name(id),
-        }
+impl ValueSeed<'_, '_, '_> {
+    fn name(&self) -> &str {
+        self.key
     }
 
     /// Stores a scalar value; `what` describes it for messages.
@@ -1310,12 +1431,19 @@ impl ValueSeed<'_, '_> {
             },
             Target::Field(id) => {
                 let slot = id as usize;
-                if slot >= self.ctx.fields.len() {
-                    self.ctx.fields.resize(self.ctx.schema.field_count().max(slot + 1), Value::Null);
+                let fields = &mut *self.ctx.fields;
+                match fields.get_mut(slot) {
+                    Some(field) => *field = v,
+                    // Past the last field stored, NULL is what is there.
+                    None if v.is_null() => {}
+                    None => {
+                        fields.resize(slot, Value::Null);
+                        fields.push(v);
+                    }
                 }
-                self.ctx.fields[slot] = v;
                 Ok(())
             }
+            Target::Drop => Ok(()),
         }
     }
 
@@ -1339,7 +1467,7 @@ impl ValueSeed<'_, '_> {
     }
 }
 
-impl<'de> Visitor<'de> for ValueSeed<'_, '_> {
+impl<'de> Visitor<'de> for ValueSeed<'_, '_, '_> {
     type Value = ();
 
     fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
@@ -1397,6 +1525,7 @@ impl<'de> Visitor<'de> for ValueSeed<'_, '_> {
                 let message = format!("`ts` is not an integer: `\"{}\"`", show(s.as_bytes()));
                 Err(self.ctx.fail(message))
             }
+            Target::Drop => Ok(()),
             _ => match self.ctx.strings.intern(s.as_bytes()) {
                 Some(sym) => self.put(Value::Str(sym), &|| String::new()),
                 None => Err(self.ctx.fail("invalid UTF-8 in a string".to_owned())),
@@ -1532,6 +1661,70 @@ mod tests {
         reopen_matches(text, "t.jsonl", Format::Jsonl);
     }
 
+    /// A byte order mark before the first line is ignored in JSON lines as
+    /// in CSV (it was invalid JSON at column 1); anywhere else it is a
+    /// character like any other.
+    #[test]
+    fn json_lines_may_start_with_a_bom() {
+        let text = "\u{feff}{\"ts\":1,\"x\":2}\n{\"ts\":2,\"x\":3}\n";
+        let mut r = json_reader(text);
+        let mut e = Event::default();
+        assert_eq!(r.next_event(&mut e), Ok(true));
+        assert_eq!((e.row, e.ts, r.last_line(), r.schema().lookup("x")), (0, 1, 1, Some(0)));
+        assert_eq!(e.fields, [Value::Int(2)]);
+        assert_eq!(r.position(), InputPosition { byte: 18, row: 1, line: 2 });
+        assert_eq!(r.next_event(&mut e), Ok(true));
+        assert_eq!(r.next_event(&mut e), Ok(false));
+        reopen_matches(text, "t.jsonl", Format::Jsonl);
+
+        // A line holding only the mark is blank.
+        let mut r = json_reader("\u{feff}\n{\"ts\":5}\n");
+        assert_eq!(r.next_event(&mut e), Ok(true));
+        assert_eq!((e.row, e.ts, r.last_line()), (0, 5, 2));
+
+        // Only at the start of the input.
+        let mut r = json_reader("{\"ts\":1}\n\u{feff}{\"ts\":2}\n");
+        assert_eq!(r.next_event(&mut e), Ok(true));
+        let err = r.next_event(&mut e).unwrap_err();
+        assert_eq!((err.line, err.row, err.kind), (2, Some(1), ReadErrorKind::BadRow));
+        assert!(err.message.starts_with("invalid JSON"), "{err}");
+        // A reader reopened after the first line is not at the start.
+        let text = "{\"ts\":1}\n\u{feff}{\"ts\":2}\n";
+        let at = InputPosition { byte: 9, row: 1, line: 2 };
+        let mut rest = json_reader("").reopen(&text.as_bytes()[9..], at);
+        assert!(rest.next_event(&mut e).unwrap_err().message.starts_with("invalid JSON"));
+    }
+
+    #[test]
+    fn the_format_sniffer_looks_past_a_bom() {
+        assert_eq!(Format::sniff("\u{feff}{\"ts\":0}\n".as_bytes()), Format::Jsonl);
+        assert_eq!(Format::sniff("\u{feff} \n {\"ts\":0}\n".as_bytes()), Format::Jsonl);
+        assert_eq!(Format::sniff("\u{feff}ts,x\n".as_bytes()), Format::Csv);
+        assert_eq!(Format::sniff(b"\n\t{"), Format::Jsonl);
+        // Half a mark is not one.
+        assert_eq!(Format::sniff(b"\xEF\xBB{"), Format::Csv);
+        assert_eq!(Format::sniff(b""), Format::Csv);
+    }
+
+    /// JSON lines read as CSV (a stream whose format was guessed wrong)
+    /// fail on the header with a hint, and a wide header's message lists
+    /// a few names, not all.
+    #[test]
+    fn a_header_without_ts_is_shown_short() {
+        let e = fatal("\u{feff}{\"ts\":0,\"x\":1}\n");
+        assert_eq!(
+            e.message,
+            "the header has no `ts` column (found `{\"ts\":0`, `x:1}`); the input looks like JSON lines: \
+             give it the `.jsonl` extension or `--format jsonl`"
+        );
+        let wide: Vec<String> = (0..1000).map(|i| format!("c{i}")).collect();
+        let e = fatal(&format!("{}\n", wide.join(",")));
+        assert_eq!(
+            e.message,
+            "the header has no `ts` column (found `c0`, `c1`, `c2`, `c3`, `c4`, `c5`, `c6`, `c7`, and 992 more)"
+        );
+    }
+
     fn fatal(text: &str) -> ReadError {
         let e = Reader::new(text.as_bytes(), "t.csv", Format::Csv).unwrap_err();
         assert_eq!(e.kind, ReadErrorKind::Fatal);
@@ -1584,7 +1777,7 @@ mod tests {
 
     fn json_field(value: &str) -> Value {
         let e = one_json(&format!("{{\"ts\":0,\"x\":{value}}}")).unwrap();
-        e.fields[0]
+        e.get(0)
     }
 
     #[test]
@@ -1633,6 +1826,35 @@ mod tests {
         assert_eq!(e.message, "column 2 of the header has an empty name");
         let e = Reader::new(&b"ts,\xFF\n"[..], "t.csv", Format::Csv).unwrap_err();
         assert_eq!(e.message, "invalid UTF-8 in the name of column 2");
+    }
+
+    thread_local! {
+        /// Header names compared on this thread (see `ColName`).
+        pub(super) static NAME_COMPARES: std::cell::Cell<u64> = const { std::cell::Cell::new(0) };
+    }
+
+    /// A wide header costs about one name comparison per column, not one
+    /// per pair of columns (a scan of the names before each column took a
+    /// header of 100,000 columns 14 s): counted, so that a regression fails
+    /// however fast the machine.
+    #[test]
+    fn a_wide_header_compares_each_name_about_once() {
+        let columns = 10_000;
+        let mut text = String::from("ts");
+        for i in 0..columns {
+            text.push_str(&format!(",c{i}"));
+        }
+        text.push('\n');
+        NAME_COMPARES.with(|n| n.set(0));
+        let r = csv_reader(&text);
+        let compares = NAME_COMPARES.with(|n| n.get());
+        assert_eq!(r.schema().field_count(), columns);
+        assert_eq!(r.schema().lookup("c9999"), Some(9999));
+        // A scan per column would be 50,000,000.
+        assert!(compares <= columns as u64, "{compares} name comparisons for {columns} columns");
+        // A duplicate far from its first is still found.
+        text.insert_str(text.len() - 1, ",c17");
+        assert_eq!(fatal(&text).message, "duplicate column `c17` in the header");
     }
 
     #[test]
@@ -2232,7 +2454,9 @@ mod tests {
         assert!(!s.is_complete());
         assert_eq!(v[0].ty.as_str(), "Tick");
         assert_eq!((v[0].ts, v[0].row), (1000, 0));
-        assert_eq!(v[0].fields, [Value::Int(1), Value::Float(10.5), Value::Bool(true), Value::str("IBM"), Value::Null]);
+        // A trailing NULL is not stored: `get` reads it.
+        assert_eq!(v[0].fields, [Value::Int(1), Value::Float(10.5), Value::Bool(true), Value::str("IBM")]);
+        assert_eq!(v[0].get(4), Value::Null);
         assert_eq!(v[1].ty.as_str(), "Event");
         assert_eq!((v[1].ts, v[1].row), (2000, 1));
         assert_eq!(v[1].fields, [Value::Null, Value::Int(3), Value::Null, Value::Null, Value::Null, Value::str("x")]);
@@ -2389,13 +2613,54 @@ mod tests {
         assert_eq!(all(&mut r)[0].as_ref().unwrap_err().line, 3);
     }
 
+    /// A JSON event holds its fields up to the last one present, not the
+    /// schema's width: the fields after it are NULL to `Event::get`.
     #[test]
-    fn json_fields_grow_with_the_schema() {
-        let mut r = json_reader("{\"ts\":1,\"a\":1}\n{\"ts\":2,\"b\":2}\n{\"ts\":3,\"a\":3}\n");
+    fn json_events_hold_fields_up_to_their_last() {
+        let mut r = json_reader("{\"ts\":1,\"a\":1}\n{\"ts\":2,\"b\":2}\n{\"ts\":3,\"a\":3}\n{\"ts\":4,\"b\":null}\n");
         let v: Vec<_> = all(&mut r).into_iter().map(Result::unwrap).collect();
         assert_eq!(v[0].fields, [Value::Int(1)]);
         assert_eq!(v[1].fields, [Value::Null, Value::Int(2)]);
-        assert_eq!(v[2].fields, [Value::Int(3), Value::Null]);
+        assert_eq!(v[2].fields, [Value::Int(3)]);
+        assert_eq!((v[2].get(1), v[2].get(7)), (Value::Null, Value::Null));
+        assert!(v[3].fields.is_empty());
+        // When a key repeats, the last value wins, NULL too.
+        let e = one_json("{\"ts\":1,\"a\":1,\"b\":2,\"b\":null}").unwrap();
+        assert_eq!((e.get(0), e.get(1)), (Value::Int(1), Value::Null));
+    }
+
+    /// An event is as wide as its own last field, not as all the keys seen
+    /// before it: after rows that each brought a new key, every row cost
+    /// (to fill with NULLs) and, where events are kept (the read-ahead, a
+    /// parallel reader's blocks), took memory in proportion to all of them.
+    #[test]
+    fn a_wide_schema_does_not_widen_narrow_events() {
+        let keys = 2000;
+        let mut text = String::from("{\"ts\":0,\"a\":0}\n");
+        text.extend((1..keys).map(|i| format!("{{\"ts\":{i},\"k{i}\":1}}\n")));
+        text.extend((0..keys).map(|i| format!("{{\"ts\":{i},\"a\":{i}}}\n")));
+        let mut r = json_reader(&text);
+        let mut e = Event::default();
+        let mut rows = 0;
+        while r.next_event(&mut e).unwrap() {
+            if rows >= keys {
+                assert_eq!(e.fields, [Value::Int(rows as i64 - keys as i64)]);
+            }
+            rows += 1;
+        }
+        assert_eq!((rows, r.schema().field_count()), (2 * keys, keys));
+        // With the fields fixed, new keys are checked, not kept.
+        let mut fixed = json_reader("{\"ts\":0,\"a\":1}\n");
+        assert!(fixed.next_event(&mut e).unwrap());
+        fixed.schema_mut().field("q");
+        fixed.fix_fields();
+        let text = "{\"ts\":1,\"new\":5,\"a\":2,\"q\":3}\n{\"ts\":2,\"new\":[1]}\n{\"ts\":3,\"new\":1e999}\n";
+        let mut rest = fixed.reopen(text.as_bytes(), fixed.position());
+        let v = all(&mut rest);
+        assert_eq!(v[0].as_ref().unwrap().fields, [Value::Int(2), Value::Int(3)]);
+        assert_eq!(v[1].as_ref().unwrap_err().message, "field `new`: nested values are not supported");
+        assert!(v[2].as_ref().unwrap_err().message.starts_with("invalid JSON"), "{v:?}");
+        assert_eq!(rest.schema().field_count(), 2);
     }
 
     #[test]
