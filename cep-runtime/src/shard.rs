@@ -382,9 +382,13 @@ impl Bundle {
     /// worker of 4 threads' runtime kept 8 parts of events and filled 2. A
     /// slice given to the worker later grows its part as its events come,
     /// and the part is laid out when the bundle is next filled.
+    ///
+    /// The share laid out ahead of need is bounded by [`LAYOUT_BYTES`] of
+    /// values: with 100,000 columns, 2,560 events of a part laid out ahead
+    /// were 4 GB, and `--threads 2` on 300 such rows reached 20 GB.
     fn lay_out(&mut self, slices: usize, width: usize, mine: impl Fn(usize) -> bool) {
         self.parts.resize_with(slices, Batch::default);
-        let share = BATCH / slices;
+        let share = (BATCH / slices).min(LAYOUT_BYTES / (width.max(1) * std::mem::size_of::<Value>()));
         // One template (each `Event::default()` interns its type name).
         let blank = Event { fields: vec![Value::Null; width], ..Event::default() };
         for (j, part) in self.parts.iter_mut().enumerate() {
@@ -398,6 +402,10 @@ impl Bundle {
         }
     }
 }
+
+/// The most memory of field values a bundle's part lays out before its
+/// events come (see [`Bundle::lay_out`]): W1's share of a batch is 80 KB.
+const LAYOUT_BYTES: usize = 1 << 20;
 
 /// [`Batcher::worker_of`] for a slice run on the calling thread.
 const HERE: u32 = u32::MAX;
@@ -2019,6 +2027,31 @@ mod tests {
         assert_eq!(bundle.parts[0].events.len(), 0);
         events.iter().for_each(|e| bundle.push_for_all(e, 2, 1));
         assert_eq!(&bundle.parts[2].events[..bundle.parts[2].len], &events[..]);
+    }
+
+    /// Wide events: what a part lays out ahead of its events is bounded in
+    /// bytes; a part that held more lays out what it held.
+    #[test]
+    fn a_bundle_lays_out_wide_events_within_its_budget() {
+        // 16,000 bytes an event: 65 in the budget, against a share of 2,048.
+        let width = 1000;
+        let all = |_: usize| true;
+        let mut bundle = Bundle::new(2);
+        bundle.lay_out(2, width, all);
+        let bytes = |b: &Bundle, j: usize| b.parts[j].events.len() * width * std::mem::size_of::<Value>();
+        assert_eq!(bundle.parts[0].events.len(), 81, "the budget's 65, a quarter more");
+        assert!(bytes(&bundle, 0) <= LAYOUT_BYTES * 5 / 4, "{}", bytes(&bundle, 0));
+        let e = |i: i64| Event::new(Sym::new("A"), i, i as u64, vec![Value::Int(i); width]);
+        let events: Vec<Event> = (0..100).map(e).collect();
+        events.iter().for_each(|e| bundle.push_for_all(e, 0, 1));
+        assert_eq!(&bundle.parts[0].events[..bundle.parts[0].len], &events[..]);
+        bundle.clear();
+        bundle.lay_out(2, width, all);
+        assert_eq!(bundle.parts[0].events.len(), 125, "what it held, a quarter more");
+        // Narrow events: a whole share of a batch.
+        let mut bundle = Bundle::new(2);
+        bundle.lay_out(2, 3, all);
+        assert_eq!(bundle.parts[1].events.len(), BATCH / 2 * 5 / 4);
     }
 
     /// Backpressure: while a shard takes no batch, the caller fills that
