@@ -91,6 +91,16 @@ fn unknown_field_note_without_field_columns() {
     let src = "PATTERN SEQ(A a, B b) WHERE a.prce > 1";
     let r = compile(src, &mut schema(), &Options::default()).unwrap_err().render(src, "q.cep");
     assert!(r.contains("= the input's fields are: ts, x, s, only_b\n"), "{r}");
+    // A wide header: the first 20 names, and how many more.
+    let mut s = Schema::new();
+    for i in 0..1000 {
+        s.field(&format!("c{i}"));
+    }
+    s.observe(Sym::new("A"), &[]);
+    s.close_fields();
+    let src = "PATTERN A a WHERE a.x > 1";
+    let r = compile(src, &mut s, &Options::default()).unwrap_err().render(src, "q.cep");
+    assert!(r.contains("= the input's fields are: ts, c0, c1, c2, c3, c4, c5, c6, c7, c8, c9, c10, c11, c12, c13, c14, c15, c16, c17, c18 and 981 more\n"), "{r}");
 }
 
 /// A known field that never appears in events of a type is a warning even

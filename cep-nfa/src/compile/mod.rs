@@ -569,11 +569,14 @@ impl<'a> StatementCompiler<'a> {
         let fid = match self.schema.lookup(name) {
             Some(f) => f,
             None if self.schema.fields_closed() => {
+                // The first few names (a header may have 100,000 columns).
+                const SHOWN: usize = 20;
                 let names: Vec<&str> = std::iter::once("ts").chain(self.schema.field_names()).collect();
-                self.diags.push(
-                    Diagnostic::error(span, format!("unknown field `{name}`"))
-                        .with_note(format!("the input's fields are: {}", names.join(", "))),
-                );
+                let mut note = format!("the input's fields are: {}", names[..names.len().min(SHOWN)].join(", "));
+                if names.len() > SHOWN {
+                    note.push_str(&format!(" and {} more", names.len() - SHOWN));
+                }
+                self.diags.push(Diagnostic::error(span, format!("unknown field `{name}`")).with_note(note));
                 return None;
             }
             None => self.schema.field(name),
