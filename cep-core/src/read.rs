@@ -303,6 +303,7 @@ impl<R: BufRead> Reader<R> {
                 keys: AHashMap::new(),
                 new_keys: true,
                 max_line,
+                skipping: false,
             }),
         };
         Ok(Reader {
@@ -436,6 +437,7 @@ impl<R: BufRead> Reader<R> {
                 keys: json.keys.clone(),
                 new_keys: json.new_keys,
                 max_line: json.max_line,
+                skipping: false,
             }),
         };
         Reader {
@@ -1081,6 +1083,8 @@ struct JsonState<R> {
     /// value is dropped: [`Reader::fix_fields`]).
     new_keys: bool,
     max_line: usize,
+    /// Inside a line reported as too long: its rest is skipped first.
+    skipping: bool,
 }
 
 /// How reading one line ended.
@@ -1090,17 +1094,19 @@ enum LineEnd {
     TooLong,
 }
 
-/// Reads one line (without its `\n`) into `buf`; a line longer than `max`
-/// is consumed without being kept.
+/// Reads one line (without its `\n`) into `buf`. A line longer than `max`
+/// is `TooLong` as soon as it passes `max` (an input without a newline, such
+/// as `/dev/zero`, is reported at once instead of read without end), and
+/// its rest is skipped at the next call (`skipping`), without being kept.
 fn read_line_limited<R: BufRead>(
     src: &mut R,
     buf: &mut Vec<u8>,
     max: usize,
     consumed: &mut u64,
+    skipping: &mut bool,
 ) -> io::Result<LineEnd> {
     buf.clear();
     let mut any = false;
-    let mut too_long = false;
     loop {
         let avail = match src.fill_buf() {
             Ok(a) => a,
@@ -1108,30 +1114,34 @@ fn read_line_limited<R: BufRead>(
             Err(e) => return Err(e),
         };
         if avail.is_empty() {
-            return Ok(match (any, too_long) {
-                (false, _) => LineEnd::Eof,
-                (true, true) => LineEnd::TooLong,
-                (true, false) => LineEnd::Line,
-            });
+            *skipping = false;
+            return Ok(if any { LineEnd::Line } else { LineEnd::Eof });
         }
-        any = true;
         let (take, done) = match memchr::memchr(b'\n', avail) {
             Some(i) => (i, true),
             None => (avail.len(), false),
         };
-        if !too_long {
-            if buf.len() + take > max {
-                too_long = true;
-                buf.clear();
-            } else {
-                buf.extend_from_slice(&avail[..take]);
-            }
-        }
         let n = if done { take + 1 } else { take };
+        if *skipping {
+            // The rest of a line already reported as too long.
+            src.consume(n);
+            *consumed += n as u64;
+            *skipping = !done;
+            continue;
+        }
+        any = true;
+        if buf.len() + take > max {
+            buf.clear();
+            src.consume(n);
+            *consumed += n as u64;
+            *skipping = !done;
+            return Ok(LineEnd::TooLong);
+        }
+        buf.extend_from_slice(&avail[..take]);
         src.consume(n);
         *consumed += n as u64;
         if done {
-            return Ok(if too_long { LineEnd::TooLong } else { LineEnd::Line });
+            return Ok(LineEnd::Line);
         }
     }
 }
@@ -1147,8 +1157,9 @@ impl<R: BufRead> JsonState<R> {
     ) -> Result<bool, RawError> {
         loop {
             let first = self.bytes == 0;
-            let end = read_line_limited(&mut self.src, &mut self.buf, self.max_line, &mut self.bytes)
-                .map_err(|e| RawError { line: self.line + 1, row: None, message: format!("read error: {e}") })?;
+            let end =
+                read_line_limited(&mut self.src, &mut self.buf, self.max_line, &mut self.bytes, &mut self.skipping)
+                    .map_err(|e| RawError { line: self.line + 1, row: None, message: format!("read error: {e}") })?;
             let line = match end {
                 LineEnd::Eof => return Ok(false),
                 LineEnd::Line | LineEnd::TooLong => {
@@ -2269,6 +2280,31 @@ mod tests {
         assert_eq!((e.row, e.kind), (Some(1), ReadErrorKind::BadRow));
         let last = v[2].as_ref().unwrap();
         assert_eq!((last.row, last.ts), (2, 3));
+    }
+
+    /// A line without end (`/dev/zero`) is reported once it passes the
+    /// limit, not read for ever; the bytes it skipped count in the position.
+    #[test]
+    fn an_endless_json_line_is_reported_at_the_limit() {
+        let src = io::BufReader::with_capacity(64, b"{\"ts\":1}\n".chain(io::repeat(b'x')));
+        let mut r = Reader::with_max_line(src, "z.jsonl", Format::Jsonl, 1000).unwrap();
+        let mut e = Event::default();
+        assert!(r.next_event(&mut e).unwrap());
+        let err = r.next_event(&mut e).unwrap_err();
+        assert_eq!((err.line, err.row, err.kind), (2, Some(1), ReadErrorKind::BadRow));
+        let at = r.position().byte;
+        assert!((9 + 1000..9 + 1000 + 64).contains(&at), "{at}");
+        // The rest of the line is skipped before the next one, which here
+        // never comes: a line of 4,000 bytes, then one more event.
+        let text = format!("{{\"ts\":1}}\n{}\n{{\"ts\":2}}\n", "x".repeat(4000));
+        let mut r =
+            Reader::with_max_line(io::BufReader::with_capacity(64, text.as_bytes()), "t", Format::Jsonl, 1000).unwrap();
+        let v = all(&mut r);
+        assert_eq!(v.len(), 3, "{v:?}");
+        assert_eq!(v[1].as_ref().unwrap_err().line, 2);
+        let last = v[2].as_ref().unwrap();
+        assert_eq!((last.row, last.ts), (2, 2));
+        assert_eq!(r.position().line, 4);
     }
 
     #[test]
