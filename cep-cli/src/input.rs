@@ -107,7 +107,7 @@ fn sniff(src: &mut Box<dyn BufRead + Send>) -> io::Result<Format> {
 
 /// A reader error as a failure (exit code 2 for bad input, 1 for I/O).
 pub fn read_failure(e: ReadError) -> Failure {
-    Failure::bad_input(format!("error: {e}"))
+    Failure::bad_input(format!("error: {e}")).at_row(e.row)
 }
 
 /// Events read ahead to learn the schema, and what stopped the reading.

@@ -37,17 +37,26 @@ pub struct Failure {
     pub code: u8,
     /// Printed to stderr (already formatted; may span lines).
     pub message: String,
+    /// The input row that stopped the run (a bad row, a late event under
+    /// `--late fail`), if one did: the summary counts the rows up to it,
+    /// not those read ahead of it.
+    pub row: Option<u64>,
 }
 
 impl Failure {
     /// Bad query or bad input.
     pub fn bad_input(message: impl Into<String>) -> Failure {
-        Failure { code: 2, message: message.into() }
+        Failure { code: 2, message: message.into(), row: None }
     }
 
     /// Anything else.
     pub fn other(message: impl Into<String>) -> Failure {
-        Failure { code: 1, message: message.into() }
+        Failure { code: 1, message: message.into(), row: None }
+    }
+
+    /// This failure, caused by input row `row`.
+    pub fn at_row(self, row: Option<u64>) -> Failure {
+        Failure { row, ..self }
     }
 }
 

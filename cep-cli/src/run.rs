@@ -371,6 +371,11 @@ pub fn run(args: RunArgs) -> Result<(), Failure> {
             (r, source.rows())
         }
     };
+    // Rows read: up to the one that stopped the run, not those read ahead.
+    let rows = match &result {
+        Err(Failure { row: Some(row), .. }) => rows.min(row + 1),
+        _ => rows,
+    };
     // Matches emitted before a failure stay valid: on shards, those of the
     // events before it are run and written (what one thread stopped there
     // has written), then everything is flushed.
@@ -514,7 +519,9 @@ fn push_one(
 ) -> Result<(), Failure> {
     let before = runner.emitted();
     runner.push(e, sink).map_err(|err| match err {
-        PushError::Late { .. } => Failure::bad_input(format!("error: {file}:{line}: row {}: {err}", e.row)),
+        PushError::Late { .. } => {
+            Failure::bad_input(format!("error: {file}:{line}: row {}: {err}", e.row)).at_row(Some(e.row))
+        }
         PushError::Io(io) => writing_failed(io),
     })?;
     if opts.streaming && runner.emitted() != before {

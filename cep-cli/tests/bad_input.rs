@@ -577,3 +577,21 @@ fn json_lines_with_a_byte_order_mark() {
         assert!(o.stdout.contains(r#""vars":{"a":[0],"b":[1]}"#), "{o:#?}");
     }
 }
+
+/// A run that a row stops counts the rows up to it, not the rows the
+/// read-ahead took past it (here the whole file), on one thread and two.
+#[test]
+fn a_stopped_run_counts_the_rows_up_to_the_stop() {
+    let d = scratch("rows-at-stop");
+    let q = d.write("q.cep", "PATTERN A a\n");
+    let bad = d.write("bad.csv", "ts,type\n0,A\n1,A\nx,A\n3,A\n4,A\n");
+    let late = d.write("late.csv", "ts,type\n0,A\n5,A\n1,A\n6,A\n7,A\n");
+    for threads in ["1", "2"] {
+        let o = run(&q, &bad, &["--threads", threads]);
+        assert_input_error(&o, &bad, 4, &["not an integer"]);
+        assert!(summary(&o).starts_with("summary: 3 rows read, 0 skipped, 0 late, 2 matches"), "{o:#?}");
+        let o = run(&q, &late, &["--threads", threads, "--late", "fail"]);
+        assert_eq!(o.code, Some(2), "{o:#?}");
+        assert!(summary(&o).starts_with("summary: 3 rows read, 0 skipped, 1 late, 2 matches"), "{o:#?}");
+    }
+}
