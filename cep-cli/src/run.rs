@@ -15,7 +15,7 @@ use cep_nfa::select::EngineChoice;
 use cep_nfa::stack::Construction;
 use cep_runtime::checkpoint::{self, Checkpoint, PipelineSnapshot};
 use cep_runtime::shard::{ShardedRunner, shard_of};
-use cep_runtime::{JsonLines, LEVEL_KEY_FIELD, PushError, Runner, RunnerStats, Summary};
+use cep_runtime::{JsonLines, LEVEL_KEY_FIELD, MASK_QUERIES, PushError, Runner, RunnerStats, Summary};
 use cep_time::LatePolicy;
 use clap::Args;
 
@@ -180,10 +180,10 @@ pub fn run(args: RunArgs) -> Result<(), Failure> {
         Ok(runner)
     };
     let mut first = compile(input.schema_mut())?;
-    if shard_count > 1 && first.queries().len() > MAX_SHARDED_QUERIES {
+    if shard_count > 1 && first.queries().len() > MASK_QUERIES {
         // The sharded runtime routes each event with a mask of its queries.
         eprintln!(
-            "warning: --threads above 1 runs at most {MAX_SHARDED_QUERIES} queries; running these {} on one thread",
+            "warning: --threads above 1 runs at most {MASK_QUERIES} queries; running these {} on one thread",
             first.queries().len()
         );
         shard_count = 1;
@@ -398,10 +398,6 @@ pub fn run(args: RunArgs) -> Result<(), Failure> {
 /// and a thread costs its stack, so more than this is a mistake, not a plan.
 const MAX_THREADS: usize = 1024;
 
-/// The most queries `--threads` above 1 runs (the sharded runtime's
-/// limit); more run on one thread, with a warning.
-const MAX_SHARDED_QUERIES: usize = 63;
-
 /// Refuses outputs that are also inputs or each other: `--out` truncates
 /// its file before the input is read, so `--out` on the events file would
 /// destroy them, and `--out` and `--late side:` on one file would lose one
@@ -417,16 +413,16 @@ fn check_outputs(args: &RunArgs, late: &LatePolicy) -> Result<(), Failure> {
         ("the query file", args.query.as_deref()),
         ("the levels file", args.levels.as_deref()),
     ];
-    let outputs = [("--out", "the --out file", args.out.as_deref()), ("--late side:", "the late-event file", side)];
+    // Each output: how the message names it, as the culprit and as the other.
+    let outputs = [("--out ", "the --out file", args.out.as_deref()), ("--late side:", "the late-event file", side)];
     for (i, &(flag, _, out)) in outputs.iter().enumerate() {
         let Some(out) = out.and_then(file_identity) else { continue };
         let later = outputs[i + 1..].iter().map(|&(_, what, path)| (what, path));
-        let clash =
-            inputs.into_iter().chain(later).find(|(_, other)| other.and_then(file_identity) == Some(out.clone()));
-        if let Some((what, _)) = clash {
+        let mut others = inputs.into_iter().chain(later);
+        if let Some((what, _)) = others.find(|(_, other)| other.and_then(file_identity).as_ref() == Some(&out)) {
             return Err(Failure::bad_input(format!(
                 "{flag}{} is also {what}: one of them would be overwritten",
-                if flag.ends_with(':') { out.display().to_string() } else { format!(" {}", out.display()) }
+                out.display()
             )));
         }
     }

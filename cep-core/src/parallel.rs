@@ -794,6 +794,12 @@ fn csv_cut(buf: &[u8], nl: usize) -> Option<usize> {
 /// rules the reader's parser follows: a quote opens a quoted field only at
 /// a field's start, and within one a doubled quote stands for a quote.
 fn last_csv_record_end(buf: &[u8]) -> Option<usize> {
+    scan_csv(buf).0
+}
+
+/// The last newline of `buf` outside a quoted field (see
+/// [`last_csv_record_end`]), and whether `buf` ends inside a quoted field.
+pub(crate) fn scan_csv(buf: &[u8]) -> (Option<usize>, bool) {
     let mut last = None;
     let mut quoted = false;
     let mut field_start = true;
@@ -821,7 +827,7 @@ fn last_csv_record_end(buf: &[u8]) -> Option<usize> {
         }
         i += 1;
     }
-    last
+    (last, quoted)
 }
 
 /// A block waiting to be parsed, for any thread to [`run`](Self::run):

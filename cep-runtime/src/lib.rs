@@ -248,6 +248,10 @@ pub struct RunnerStats {
 /// The bit of a [`Runner::push_for`] mask that stands for the level alerts.
 pub const LEVELS_BIT: u64 = 1 << 63;
 
+/// The most queries a mask names (bits below [`LEVELS_BIT`]): the limit of
+/// a runtime on several threads, which routes each event with a mask.
+pub const MASK_QUERIES: usize = 63;
+
 /// Level alerts and where their key and fields are in an event.
 #[derive(Debug)]
 struct Levels {
@@ -750,7 +754,7 @@ impl Runner {
             return Ok(sink.on_released(e)?);
         }
         for (i, engine) in self.engines.iter_mut().enumerate() {
-            if i < 63 && mask >> i & 1 == 0 {
+            if i < MASK_QUERIES && mask >> i & 1 == 0 {
                 continue;
             }
             engine.push(e).expect("the runner orders events");
@@ -767,7 +771,7 @@ impl Runner {
     #[inline(never)]
     fn feed_levels(&mut self, e: &Event, sink: &mut impl Sink) -> Result<(), PushError> {
         let Some(lv) = &mut self.levels else { return Ok(()) };
-        let at = |f: FieldId| e.fields.get(f as usize).copied().unwrap_or(Value::Null);
+        let at = |f: FieldId| e.get(f);
         let key = lv.key.map_or(Value::Null, at);
         for &(fid, fref) in &lv.fields {
             let (fires, error) = (&mut self.summary.fires, &mut lv.error);

@@ -21,7 +21,7 @@ use cep_time::LatePolicy;
 use crossbeam_channel::Sender;
 
 use crate::shard::{ShardedRunner, shard_of};
-use crate::{JsonLines, LEVEL_KEY_FIELD, PushError, QueryInfo, Runner, Summary};
+use crate::{JsonLines, LEVEL_KEY_FIELD, MASK_QUERIES, PushError, QueryInfo, Runner, Summary};
 
 /// Where a [`Runtime`] writes its output lines.
 pub enum Output {
@@ -256,8 +256,8 @@ impl RuntimeBuilder {
             r.set_late_policy(self.late.clone()).map_err(|e| format!("cannot open the late-event file: {e}"))?;
             Pipeline::One(Box::new(r), JsonLines::new(out))
         } else {
-            if first.len() > 63 {
-                return Err("a runtime on several threads runs at most 63 queries".into());
+            if first.len() > MASK_QUERIES {
+                return Err(format!("a runtime on several threads runs at most {MASK_QUERIES} queries"));
             }
             let slices = ShardedRunner::slices_for(self.threads);
             let mut shards = vec![new_runner(first, &self)?];

@@ -135,7 +135,9 @@ mod balance;
 
 use self::balance::{Balance, Load, Step};
 use crate::checkpoint::ShardedSnapshot;
-use crate::{JsonLines, LEVELS_BIT, PushError, QueryInfo, Runner, RunnerSnapshot, RunnerStats, Sink, Summary};
+use crate::{
+    JsonLines, LEVELS_BIT, MASK_QUERIES, PushError, QueryInfo, Runner, RunnerSnapshot, RunnerStats, Sink, Summary,
+};
 
 /// The shard of a key among `shards`: a hash with fixed seeds, so every
 /// run (and every process) puts a key on the same shard. (Checkpoints of a
@@ -625,7 +627,7 @@ impl ShardedRunner {
     ) -> io::Result<ShardedRunner> {
         assert!(!slices.is_empty(), "a sharded runtime needs a shard");
         let keys = slices[0].partition_fields();
-        assert!(keys.len() < 64, "a sharded runtime runs at most 63 queries");
+        assert!(keys.len() <= MASK_QUERIES, "a sharded runtime runs at most {MASK_QUERIES} queries");
         let level_key = slices[0].levels_key_field();
         let infos = slices[0].queries().to_vec();
         front.forward_released();
@@ -984,8 +986,8 @@ impl ShardedRunner {
         if programs.len() != self.slices() {
             return Err(format!("{} programs for {} slices", programs.len(), self.slices()));
         }
-        if self.infos.len() >= 63 {
-            return Err("a sharded runtime runs at most 63 queries".into());
+        if self.infos.len() >= MASK_QUERIES {
+            return Err(format!("a sharded runtime runs at most {MASK_QUERIES} queries"));
         }
         let key = crate::partition_field(&programs[0]);
         let info = crate::query_info(&programs[0]);
