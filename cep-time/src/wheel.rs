@@ -21,6 +21,13 @@
 //! whatever the gap: a watermark that jumps far ahead costs nothing per empty
 //! slot. When time reaches a slot of level `l ≥ 1`, its timers are re-filed
 //! ("cascaded") onto lower levels; each timer is cascaded at most 10 times.
+//! When the watermark passes a whole slot at once, its timers are not
+//! cascaded but fired straight from it, put in order by a stable radix sort
+//! of the `l` 6-bit digits below the slot's: re-filing each of them level by
+//! level would take a block of a lower slot per timer when the wheel is
+//! sparse. (With 4 k timers spread over 2²⁰ time units and the watermark
+//! stepping past about 1,000 of them at a time, that took expiry from 75 ns
+//! a timer to 30; with 1 M timers, 93 to 71.)
 //!
 //! A slot's list holds its timers themselves — key, value and a `u32`
 //! index — in insertion order, in blocks of 16 chained from one arena shared
@@ -124,6 +131,51 @@ fn slot_start(elapsed: u64, level: usize, slot: usize) -> u64 {
     high | ((slot as u64) << (BITS as usize * level))
 }
 
+/// Sorts `timers` stably by the low `digits` 6-bit digits of their keys
+/// (the others being equal), with `spare` as the second buffer: insertion
+/// sort for a few timers, else a least-significant-digit radix sort that
+/// skips the digits all of them share. O(digits × timers), and it allocates
+/// only when `spare` must grow.
+fn sort_by_low_digits<T: Copy>(timers: &mut Vec<Slot<T>>, spare: &mut Vec<Slot<T>>, digits: usize) {
+    /// Below this many timers, insertion sort.
+    const FEW: usize = 16;
+    if timers.len() <= FEW {
+        for i in 1..timers.len() {
+            let timer = timers[i];
+            let mut j = i;
+            while j > 0 && timers[j - 1].key > timer.key {
+                timers[j] = timers[j - 1];
+                j -= 1;
+            }
+            timers[j] = timer;
+        }
+        return;
+    }
+    let digit = |key: u64, shift: usize| (key >> shift) as usize & (SLOTS - 1);
+    for d in 0..digits {
+        let shift = BITS as usize * d;
+        let mut starts = [0u32; SLOTS];
+        for timer in timers.iter() {
+            starts[digit(timer.key, shift)] += 1;
+        }
+        if starts.contains(&(timers.len() as u32)) {
+            continue; // one digit for all: already in order by it
+        }
+        let mut at = 0;
+        for start in &mut starts {
+            (*start, at) = (at, at + *start);
+        }
+        spare.clear();
+        spare.resize(timers.len(), timers[0]);
+        for &timer in timers.iter() {
+            let start = &mut starts[digit(timer.key, shift)];
+            spare[*start as usize] = timer;
+            *start += 1;
+        }
+        std::mem::swap(timers, spare);
+    }
+}
+
 /// A handle to a timer in a [`TimerWheel`]: its index, its generation (the
 /// wheel's count of timers armed before it, modulo 2³²), so a stale handle
 /// is detected, and its deadline ([`TimerId::deadline`]), which the owner
@@ -224,6 +276,11 @@ pub struct TimerWheel<T> {
     /// Compaction's list of the tombstones it frees, collected over all
     /// lists and freed at once (kept to reuse its memory).
     freed: Vec<u32>,
+    /// A whole slot's timers being fired at once, and the other buffer of
+    /// their sort (see [`fire_slot`](Self::fire_slot); kept to reuse their
+    /// memory).
+    sorting: Vec<Slot<T>>,
+    sorted: Vec<Slot<T>>,
     /// Tombstones on all lists. The live timers are the indexes neither free
     /// nor tombstones, so arming updates no count of its own.
     tombstones: usize,
@@ -270,6 +327,8 @@ impl<T: Copy> TimerWheel<T> {
             alive: Vec::with_capacity(capacity.div_ceil(64)),
             free: FreeIndexes::new(),
             freed: Vec::new(),
+            sorting: Vec::new(),
+            sorted: Vec::new(),
             tombstones: 0,
             compact_at: MIN_COMPACT,
             next_generation: 0,
@@ -443,8 +502,8 @@ impl<T: Copy> TimerWheel<T> {
     /// deadlines in insertion order). A watermark behind the current one does
     /// not move it back (it only fires past-inserted timers before it).
     ///
-    /// The cost is O(fired + cascaded + levels), independent of how far the
-    /// watermark jumps.
+    /// The cost is O(fired × levels + cascaded + levels), independent of
+    /// how far the watermark jumps.
     pub fn advance_to(&mut self, watermark: Timestamp, out: &mut Vec<(Timestamp, T)>) {
         self.advance_key(to_key(watermark), out);
         self.compact_at = self.len().max(MIN_COMPACT);
@@ -490,7 +549,14 @@ impl<T: Copy> TimerWheel<T> {
                     break;
                 }
                 self.elapsed = start;
-                self.cascade(level * SLOTS + slot);
+                let end = start.checked_add(1 << (BITS as usize * level));
+                if end.is_some_and(|end| end <= target) {
+                    // The whole slot fires: sort it rather than re-file its
+                    // timers level by level.
+                    self.fire_slot(level, slot, out);
+                } else {
+                    self.cascade(level * SLOTS + slot);
+                }
             }
         }
         self.elapsed = target;
@@ -594,6 +660,26 @@ impl<T: Copy> TimerWheel<T> {
     /// Fires the whole level-0 list `slot` (one key) in list order.
     fn fire_list(&mut self, slot: usize, out: &mut Vec<(Timestamp, T)>) {
         self.drain_list(slot, |wheel, timer| out.push(wheel.release(timer)));
+    }
+
+    /// Fires every timer of slot `slot` on level `level ≥ 1`, all of which
+    /// are due (the watermark is past the slot's last key), in key order,
+    /// equal keys in list order (which is their insertion order: timers of
+    /// one key are always on one list). Cascading them instead would file
+    /// each onto a lower level, once per level, and there a slot of a sparse
+    /// wheel takes a block per timer; sorting them costs one pass of a
+    /// 64-bucket counting sort per level below (`level` passes of the 6-bit
+    /// digits their keys can differ in), over memory already in the cache.
+    fn fire_slot(&mut self, level: usize, slot: usize, out: &mut Vec<(Timestamp, T)>) {
+        let mut timers = std::mem::take(&mut self.sorting);
+        timers.clear();
+        self.drain_list(level * SLOTS + slot, |_, timer| timers.push(timer));
+        sort_by_low_digits(&mut timers, &mut self.sorted, level);
+        out.reserve(timers.len());
+        for &timer in &timers {
+            out.push(self.release(timer));
+        }
+        self.sorting = timers;
     }
 
     /// Re-files every live timer of a higher-level list relative to the new
@@ -1180,6 +1266,27 @@ mod model_tests {
         #[test]
         fn wheel_matches_heap_dense(ops in dense_ops()) {
             check_wheel(&ops);
+        }
+
+        /// The sort of a slot fired whole is std's stable sort by key, for
+        /// few timers (insertion sort) and many (radix), with many ties.
+        #[test]
+        fn slot_sort_is_stable_sort(
+            digits in 1usize..4,
+            keys in proptest::collection::vec(prop_oneof![0u64..8, 0u64..1 << 18], 0..300),
+            high in any::<u64>(),
+        ) {
+            let shared = high & !((1u64 << (BITS as usize * digits)) - 1);
+            let mut timers: Vec<Slot<u32>> = keys
+                .iter()
+                .enumerate()
+                .map(|(i, &k)| Slot { key: shared | (k & ((1 << (BITS as usize * digits)) - 1)), index: 0, value: i as u32 })
+                .collect();
+            let mut want = timers.clone();
+            want.sort_by_key(|t| t.key);
+            sort_by_low_digits(&mut timers, &mut Vec::new(), digits);
+            let pairs = |ts: &[Slot<u32>]| ts.iter().map(|t| (t.key, t.value)).collect::<Vec<_>>();
+            prop_assert_eq!(pairs(&timers), pairs(&want));
         }
 
         #[test]
