@@ -435,11 +435,18 @@ impl<T: Copy> TimerWheel<T> {
     /// takes time in proportion to the timers on lists.
     #[inline]
     pub fn cancel(&mut self, id: TimerId) -> bool {
-        match self.generations.get(id.index as usize) {
-            Some(&generation) if generation == id.generation && self.is_alive(id.index) => {}
-            _ => return false,
+        if self.generations.get(id.index as usize) != Some(&id.generation) {
+            return false;
         }
-        self.set_alive(id.index, false);
+        // Test and clear the live bit in one go (clearing a clear bit
+        // changes nothing): fewer instructions per cancel let more cancels'
+        // cache misses overlap.
+        let (word, bit) = (&mut self.alive[id.index as usize / 64], 1 << (id.index % 64));
+        let was = *word & bit;
+        *word &= !bit;
+        if was == 0 {
+            return false;
+        }
         self.tombstones += 1;
         if self.tombstones >= self.compact_at {
             self.compact_all();
