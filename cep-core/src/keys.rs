@@ -10,17 +10,31 @@ use ahash::AHashMap;
 
 use crate::Value;
 
-/// Integer keys in `0..DENSE_INTS` are looked up in a dense vector.
+/// Integer keys in `0..DENSE_INTS` may be looked up in a dense vector.
 const DENSE_INTS: i64 = 1 << 20;
 
 /// Marks an empty place in a dense vector.
 const VACANT: u32 = u32::MAX;
 
+/// A dense vector may always grow to this many places (16 KiB)…
+/// (16 in unit tests, so that their few keys spill to the map and move
+/// back.)
+const MIN_DENSE: usize = if cfg!(test) { 16 } else { 1 << 12 };
+/// …and beyond it to at most this many places per key of its kind, so that
+/// its memory follows the number of keys, not their magnitude.
+const PLACES_PER_KEY: usize = 4;
+
 /// A map from key [`Value`]s to `u32` handles (arena indices), with dense
 /// fast paths for small ints, strings and NULL.
 ///
-/// Memory of the dense paths follows the largest key seen (4 bytes per
-/// integer below it, at most 4 MiB), so a few huge keys cost nothing extra.
+/// Small non-negative ints and strings (by their [`Sym`](crate::Sym)'s
+/// number) are looked up in dense vectors, as long as those stay dense: a
+/// vector grows to cover a key only while it then has at most four places
+/// per key of its kind (or 4,096 places in all); a key beyond that goes to
+/// the hash map, and moves into the vector when enough keys have come for
+/// the vector to reach it. So memory is O(keys) whatever the keys' values:
+/// an engine per query, each with a few keys near 1,000,000 (or strings
+/// interned after a million others), holds a few entries each, not 4 MB.
 ///
 /// # Examples
 /// ```
@@ -29,54 +43,212 @@ const VACANT: u32 = u32::MAX;
 /// idx.insert(Value::Int(7), 0);
 /// idx.insert(Value::Str(Sym::new("AAPL")), 1);
 /// idx.insert(Value::Int(-3), 2);
+/// idx.insert(Value::Int(999_999), 3); // far beyond the 2 small ints: hashed
 /// assert_eq!(idx.get(&Value::Int(7)), Some(0));
 /// assert_eq!(idx.get(&Value::Str(Sym::new("AAPL"))), Some(1));
 /// assert_eq!(idx.get(&Value::Int(-3)), Some(2));
+/// assert_eq!(idx.get(&Value::Int(999_999)), Some(3));
 /// assert_eq!(idx.get(&Value::Int(8)), None);
+/// assert!(idx.heap_bytes() < 20_000);
 /// ```
 #[derive(Clone, Debug, Default)]
 pub struct KeyIndex {
-    ints: Vec<u32>,
-    strs: Vec<u32>,
+    ints: Dense,
+    strs: Dense,
     null: Option<u32>,
     map: AHashMap<Value, u32>,
+}
+
+/// The dense vector of one kind of key (small ints, or strings by symbol
+/// number). A key below `places.len()` is never in the map.
+#[derive(Clone, Debug, Default)]
+struct Dense {
+    places: Vec<u32>,
+    /// Keys of this kind, in `places` or in the map.
+    keys: usize,
+    /// Keys of this kind in the map (beyond `places`).
+    spilled: usize,
+}
+
+impl Dense {
+    #[inline(always)]
+    fn get(&self, i: usize) -> Option<Option<u32>> {
+        self.places.get(i).map(|&p| (p != VACANT).then_some(p))
+    }
+
+    /// Whether the vector may grow to cover place `i`, with one more key.
+    fn may_cover(&self, i: usize) -> bool {
+        let want = (i + 1).next_power_of_two();
+        want <= MIN_DENSE.max(PLACES_PER_KEY * (self.keys + 1))
+    }
+
+    /// Grows the vector to cover place `i`, moving into it the keys of its
+    /// kind (those `place` numbers) that the map held below the new end.
+    fn cover(&mut self, i: usize, map: &mut AHashMap<Value, u32>, place: impl Fn(&Value) -> Option<usize>) {
+        let len = (i + 1).next_power_of_two().max(self.places.len());
+        self.places.resize(len, VACANT);
+        if self.spilled > 0 {
+            let (places, spilled) = (&mut self.places, &mut self.spilled);
+            map.retain(|key, &mut handle| match place(key) {
+                Some(j) if j < len => {
+                    places[j] = handle;
+                    *spilled -= 1;
+                    false
+                }
+                _ => true,
+            });
+        }
+    }
+}
+
+/// The dense place of a small non-negative int key.
+fn int_place(key: &Value) -> Option<usize> {
+    match *key {
+        Value::Int(i) if (0..DENSE_INTS).contains(&i) => Some(i as usize),
+        _ => None,
+    }
+}
+
+/// The dense place of a string key.
+fn str_place(key: &Value) -> Option<usize> {
+    match *key {
+        Value::Str(s) => Some(s.index() as usize),
+        _ => None,
+    }
 }
 
 impl KeyIndex {
     /// The handle of `key`, if it has one.
     #[inline(always)]
     pub fn get(&self, key: &Value) -> Option<u32> {
-        let dense = |v: &Vec<u32>, i: usize| v.get(i).copied().filter(|&p| p != VACANT);
-        match *key {
-            Value::Int(i) if (0..DENSE_INTS).contains(&i) => dense(&self.ints, i as usize),
-            Value::Str(s) => dense(&self.strs, s.index() as usize),
-            Value::Null => self.null,
-            _ => self.map.get(key).copied(),
+        let dense = match *key {
+            Value::Int(i) if (0..DENSE_INTS).contains(&i) => self.ints.get(i as usize),
+            Value::Str(s) => self.strs.get(s.index() as usize),
+            Value::Null => return self.null,
+            _ => None,
+        };
+        match dense {
+            Some(handle) => handle,
+            None => self.map.get(key).copied(),
         }
     }
 
-    /// Gives `key` the handle `handle` (`u32::MAX` is reserved).
+    /// Gives `key` the handle `handle` (`u32::MAX` is reserved); a key
+    /// given a handle before gets the new one.
     pub fn insert(&mut self, key: Value, handle: u32) {
         debug_assert_ne!(handle, VACANT, "u32::MAX is not a handle");
-        let put = |v: &mut Vec<u32>, i: usize| {
-            if v.len() <= i {
-                v.resize(i + 1, VACANT);
+        let (dense, place): (&mut Dense, fn(&Value) -> Option<usize>) = match key {
+            Value::Null => {
+                self.null = Some(handle);
+                return;
             }
-            v[i] = handle;
-        };
-        match key {
-            Value::Int(i) if (0..DENSE_INTS).contains(&i) => put(&mut self.ints, i as usize),
-            Value::Str(s) => put(&mut self.strs, s.index() as usize),
-            Value::Null => self.null = Some(handle),
+            _ if int_place(&key).is_some() => (&mut self.ints, int_place),
+            Value::Str(_) => (&mut self.strs, str_place),
             _ => {
                 self.map.insert(key, handle);
+                return;
             }
+        };
+        let i = place(&key).expect("a key of a dense kind");
+        if i >= dense.places.len() {
+            if self.map.contains_key(&key) {
+                self.map.insert(key, handle);
+                return;
+            }
+            if !dense.may_cover(i) {
+                dense.keys += 1;
+                dense.spilled += 1;
+                self.map.insert(key, handle);
+                return;
+            }
+            dense.cover(i, &mut self.map, place);
         }
+        let slot = &mut dense.places[i];
+        if *slot == VACANT {
+            dense.keys += 1;
+        }
+        *slot = handle;
     }
 
     /// Heap bytes held (dense vectors and the map's table, approximately).
     pub fn heap_bytes(&self) -> usize {
-        (self.ints.capacity() + self.strs.capacity()) * 4
+        (self.ints.places.capacity() + self.strs.places.capacity()) * 4
             + self.map.capacity() * (std::mem::size_of::<(Value, u32)>() + 1)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::collections::HashMap;
+
+    use proptest::prelude::*;
+
+    use super::*;
+    use crate::Sym;
+
+    fn key() -> impl Strategy<Value = Value> {
+        prop_oneof![
+            6 => (0i64..64).prop_map(Value::Int),
+            2 => (0i64..1024).prop_map(Value::Int),
+            1 => (0i64..1 << 14).prop_map(Value::Int),
+            2 => (0i64..DENSE_INTS + 10).prop_map(Value::Int),
+            1 => any::<i64>().prop_map(Value::Int),
+            3 => (0u32..300).prop_map(|i| Value::Str(Sym::new(&format!("k{i}")))),
+            1 => Just(Value::Null),
+            1 => (-50i64..50).prop_map(|i| Value::Float(i as f64 / 4.0)),
+            1 => any::<bool>().prop_map(Value::Bool),
+        ]
+    }
+
+    proptest! {
+        /// Against a `HashMap`: every key inserted (some twice, with a new
+        /// handle) is found with its last handle, every other is not, and
+        /// the dense vectors stay within their bound.
+        #[test]
+        fn index_matches_a_hash_map(
+            ops in proptest::collection::vec((key(), 0u32..1000), 0..600),
+            probes in proptest::collection::vec(key(), 0..100),
+        ) {
+            let mut idx = KeyIndex::default();
+            let mut model = HashMap::new();
+            for (k, h) in ops {
+                idx.insert(k, h);
+                model.insert(k, h);
+                prop_assert_eq!(idx.get(&k), Some(h));
+            }
+            for (k, &h) in &model {
+                prop_assert_eq!(idx.get(k), Some(h), "{:?}", k);
+            }
+            for k in probes {
+                prop_assert_eq!(idx.get(&k), model.get(&k).copied(), "{:?}", k);
+            }
+            for dense in [&idx.ints, &idx.strs] {
+                prop_assert!(dense.places.len() <= MIN_DENSE.max(2 * PLACES_PER_KEY * dense.keys));
+                let in_places = dense.places.iter().filter(|&&p| p != VACANT).count();
+                prop_assert_eq!(in_places + dense.spilled, dense.keys);
+            }
+        }
+    }
+
+    /// A few large small-int keys take a few map entries, not a vector up
+    /// to the largest (4 MB); enough keys make the vector dense again, and
+    /// the keys the map held move into it.
+    #[test]
+    fn memory_follows_the_number_of_keys() {
+        let mut idx = KeyIndex::default();
+        for (h, k) in (1_000_000 - 10..1_000_000).enumerate() {
+            idx.insert(Value::Int(k), h as u32);
+        }
+        assert!(idx.heap_bytes() < 2_000, "{} bytes", idx.heap_bytes());
+        assert!(idx.ints.places.is_empty());
+        assert_eq!(idx.ints.spilled, 10);
+        for k in 0..300_000 {
+            idx.insert(Value::Int(k), 7);
+        }
+        assert_eq!(idx.ints.places.len(), 1 << 19);
+        idx.insert(Value::Int(600_000), 7); // grows the vector to 2^20
+        assert_eq!(idx.ints.places.len(), 1 << 20);
+        assert_eq!((idx.ints.spilled, idx.map.len()), (0, 0));
+        assert_eq!(idx.get(&Value::Int(999_995)), Some(5));
     }
 }
