@@ -230,6 +230,29 @@ impl RunSet {
     }
 }
 
+/// Places in an engine's cache of type-test answers. An event's kind is
+/// its type's symbol number, which can be large (symbols are numbered
+/// across all the strings a process interned): a cache indexed by it grew
+/// to 24 bytes times the largest, in every engine. Direct-mapped, it is a
+/// fixed 384 bytes, and streams of up to 16 types (of numbers distinct
+/// modulo 16) run every type test once per type.
+const KIND_WAYS: usize = 16;
+
+/// The type tests' answers for one kind of event.
+#[derive(Clone, Copy, Debug)]
+struct KindAnswer {
+    /// `u32::MAX`: no answer held.
+    kind: u32,
+    /// Whether the trailing negation accepts it.
+    trail: bool,
+    /// Bit j: element j accepts it.
+    acc: u64,
+    /// Bit g: negation g accepts it.
+    neg: u64,
+}
+
+const NO_ANSWER: KindAnswer = KindAnswer { kind: u32::MAX, trail: false, acc: 0, neg: 0 };
+
 /// Shape of the per-partition `PREV` history: the last `depth` events'
 /// `cols` values, a ring. A small ring lives inside the partition's [`Hot`]
 /// record; a larger one in a flat vector shared by all partitions.
@@ -413,9 +436,9 @@ pub struct Engine<E> {
     hot: Vec<Hot>,
     ring: Vec<Value>,
     shape: HistoryShape,
-    /// Per event kind: (element bits, negation bits, trailing: 0/1, or
-    /// `u8::MAX` when the kind was not seen yet).
-    kind_cache: Vec<(u64, u64, u8)>,
+    /// The type tests' answers for the last kinds of event seen, by kind
+    /// modulo [`KIND_WAYS`].
+    kind_cache: [KindAnswer; KIND_WAYS],
     index: KeyIndex,
     buffer: Buffer,
     /// One timer per partition with partial matches, at its earliest
@@ -498,7 +521,7 @@ impl<E: StreamEvent> Engine<E> {
             hot: Vec::new(),
             ring: Vec::new(),
             shape,
-            kind_cache: Vec::new(),
+            kind_cache: [NO_ANSWER; KIND_WAYS],
             index: KeyIndex::default(),
             buffer: Buffer::default(),
             timers: TimerWheel::new(),
@@ -682,7 +705,7 @@ impl<E: StreamEvent> Engine<E> {
         self.watermark = snap.watermark;
         self.seq = snap.seq;
         self.stats = snap.stats;
-        self.kind_cache.clear();
+        self.kind_cache = [NO_ANSWER; KIND_WAYS];
         self.out.clear();
         Ok(())
     }
@@ -826,14 +849,16 @@ impl<E: StreamEvent> Engine<E> {
     /// anything accepts it and whether the trailing negation does.
     #[inline(always)]
     fn accept(&mut self, e: &E) -> (bool, bool) {
-        let kind = if self.prog.accepts_by_kind { e.kind() } else { None };
+        // (Kind `u32::MAX` marks an empty place, so it is not cached.)
+        let kind = if self.prog.accepts_by_kind { e.kind().filter(|&k| k != NO_ANSWER.kind) } else { None };
         if let Some(k) = kind
-            && let Some(&(acc, neg, trail)) = self.kind_cache.get(k as usize)
-            && trail != u8::MAX
+            && let answer = self.kind_cache[k as usize % KIND_WAYS]
+            && answer.kind == k
         {
+            let (acc, neg, trail) = (answer.acc, answer.neg, answer.trail);
             self.acc = acc;
             self.neg_acc = neg;
-            return (acc != 0 || neg != 0 || trail == 1, trail == 1);
+            return (acc != 0 || neg != 0 || trail, trail);
         }
         self.run_type_tests(e, kind)
     }
@@ -852,12 +877,8 @@ impl<E: StreamEvent> Engine<E> {
             neg |= u64::from((n.accepts)(e)) << g;
         }
         let trail = prog.trailing.as_ref().is_some_and(|t| (t.accepts)(e));
-        if let Some(k) = kind {
-            let k = k as usize;
-            if self.kind_cache.len() <= k {
-                self.kind_cache.resize(k + 1, (0, 0, u8::MAX));
-            }
-            self.kind_cache[k] = (acc, neg, u8::from(trail));
+        if let Some(kind) = kind {
+            self.kind_cache[kind as usize % KIND_WAYS] = KindAnswer { kind, trail, acc, neg };
         }
         self.acc = acc;
         self.neg_acc = neg;
