@@ -879,8 +879,9 @@ impl Runner {
     /// partial matches, the level alerts' states and last values, the
     /// events held for reordering, the watermark and the counts. Take it
     /// between pushes (every match so far has gone to the sink). The late
-    /// side file is flushed, and its length recorded, so that a resumed run
-    /// continues it (see [`set_late_policy_at`](Self::set_late_policy_at)).
+    /// side file is flushed and synced to disk, and its length recorded, so
+    /// that a resumed run continues it (see
+    /// [`set_late_policy_at`](Self::set_late_policy_at)).
     ///
     /// # Examples
     /// ```
@@ -906,7 +907,12 @@ impl Runner {
     pub fn snapshot(&mut self) -> io::Result<RunnerSnapshot> {
         let late_bytes = match &mut self.late_out {
             Some(out) => {
+                // On disk, not only written: the snapshot records the
+                // length, and a resume after a power loss refuses a side
+                // file shorter than that (`cep run` syncs its `--out` file
+                // before saving a checkpoint, too).
                 out.flush()?;
+                out.get_ref().sync_data()?;
                 out.get_ref().metadata()?.len()
             }
             None => 0,
