@@ -242,3 +242,65 @@ fn closed_quoted_cells_are_read() {
         assert!(summary(&o).starts_with(&format!("summary: {} rows read, 0 skipped", n + 5)), "{via:?}: {o:#?}");
     }
 }
+
+/// Columns no query reads (here an id that is new on every row) are only
+/// checked, never typed or kept (`Reader::keep_fields`): the matches are
+/// those of the same rows without them; a cell of invalid UTF-8 in one is
+/// still a bad row; and the late-event file, which writes whole events,
+/// still gets every column.
+#[test]
+fn columns_no_query_reads_are_checked_but_not_kept() {
+    let d = scratch("unread");
+    // A few dozen matches (the output of a stdin run must fit in a pipe:
+    // the input is written before the output is read).
+    let q = d.write("q.cep", "PATTERN SEQ(A a, A b) WHERE strict-contiguity AND [venue] AND b.x > a.x * 10\n");
+    let row = |i: u64, with_id: bool| {
+        let (x, venue) = (if i % 97 == 0 { 100 } else { i % 5 }, ["XNYS", "XLON"][(i % 2) as usize]);
+        let id = if with_id { format!("ord-{:x},", i.wrapping_mul(2_654_435_761)) } else { String::new() };
+        format!("{i},A,{id}{x},{venue}\n")
+    };
+    let file = |with_id: bool| -> String {
+        let header = if with_id { "ts,type,id,x,venue\n" } else { "ts,type,x,venue\n" };
+        std::iter::once(header.to_owned()).chain((0..FILLER + 300).map(|i| row(i, with_id))).collect()
+    };
+    let with_id = d.write("with_id.csv", file(true));
+    let without = d.write("without.csv", file(false));
+    for via in VIAS {
+        let want = run(via, &q, &without, &[]);
+        assert_eq!(want.code, Some(0), "{via:?}: {want:#?}");
+        assert!(!want.stdout.is_empty(), "{via:?}: no matches to compare");
+        let got = run(via, &q, &with_id, &[]);
+        assert_eq!(got.code, Some(0), "{via:?}: {got:#?}");
+        assert_eq!(matches(&got), matches(&want), "{via:?}");
+    }
+
+    // Invalid UTF-8 in the unread column, within the read-ahead and past it.
+    for at in [3, FILLER + 100] {
+        let mut bytes = file(true).into_bytes();
+        let line = format!("\n{at},A,");
+        let start = bytes.windows(line.len()).position(|w| w == line.as_bytes()).expect("the row") + line.len();
+        bytes[start] = 0xff;
+        let e = d.write("bad.csv", &bytes);
+        for via in VIAS {
+            let o = run(via, &q, &e, &[]);
+            assert_eq!(o.code, Some(2), "{via:?} row {at}: {o:#?}");
+            let message = format!("error: {}:{}: invalid UTF-8 in column `id`", via.name(&e), at + 2);
+            assert!(o.stderr.lines().any(|l| l.starts_with(&message)), "no `{message}` ({via:?}): {o:#?}");
+            let o = run(via, &q, &e, &["--on-bad-row", "skip"]);
+            assert_eq!(o.code, Some(0), "{via:?} row {at}: {o:#?}");
+            assert!(summary(&o).contains(" 1 skipped"), "{via:?} row {at}: {o:#?}");
+        }
+    }
+
+    // A late event goes to the late file whole.
+    let e = d.write("late.csv", "ts,type,id,x,venue\n10,A,first,1,XNYS\n20,A,second,2,XNYS\n5,A,late-one,3,XNYS\n");
+    let side = d.0.join("late.jsonl");
+    let late = format!("side:{}", side.display());
+    for via in VIAS {
+        let _ = std::fs::remove_file(&side);
+        let o = run(via, &q, &e, &["--max-delay", "0", "--late", &late]);
+        assert_eq!(o.code, Some(0), "{via:?}: {o:#?}");
+        let text = std::fs::read_to_string(&side).unwrap_or_else(|e| panic!("{via:?}: {e}"));
+        assert!(text.contains(r#""id":"late-one""#) && text.contains(r#""x":3"#), "{via:?}: {text}");
+    }
+}

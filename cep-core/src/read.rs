@@ -302,6 +302,7 @@ impl<R: BufRead> Reader<R> {
                 bytes: 0,
                 keys: AHashMap::new(),
                 new_keys: true,
+                kept: false,
                 max_line,
                 skipping: false,
             }),
@@ -436,6 +437,7 @@ impl<R: BufRead> Reader<R> {
                 bytes: at.byte,
                 keys: json.keys.clone(),
                 new_keys: json.new_keys,
+                kept: json.kept,
                 max_line: json.max_line,
                 skipping: false,
             }),
@@ -466,9 +468,62 @@ impl<R: BufRead> Reader<R> {
     pub(crate) fn fix_fields(&mut self) {
         if let Inner::Jsonl(json) = &mut self.inner {
             json.new_keys = false;
+            if json.kept {
+                // `keep_fields` chose the keys.
+                return;
+            }
             // Fields registered without being read (a query's, say) too.
             for (id, name) in self.schema.field_names().enumerate() {
                 json.keys.entry(name.into()).or_insert(id as FieldId);
+            }
+        }
+    }
+
+    /// Keeps only `fields` of the events read from now on: another field's
+    /// cell or value is still read and checked (what makes a bad row still
+    /// does, such as invalid UTF-8, or a JSON array), but neither typed nor
+    /// kept, so the field is NULL in the event. Values no query reads then
+    /// cost neither parsing nor memory: a string is interned for the life of
+    /// the process ([`Sym`]), so a column of ever new strings (an order id, a
+    /// UUID) grew memory without bound even when nothing read it.
+    ///
+    /// The schema keeps every field; with JSON lines a key the schema does
+    /// not know is no longer registered. A reader [`reopen`](Self::reopen)ed
+    /// from this one keeps the same fields.
+    ///
+    /// # Examples
+    /// ```
+    /// use cep_core::read::{Format, Reader};
+    /// use cep_core::{Event, Value};
+    /// let text = "ts,sym,order_id\n1,IBM,8f14e45f\n";
+    /// let mut r = Reader::new(text.as_bytes(), "ticks.csv", Format::Csv).unwrap();
+    /// let sym = r.schema().lookup("sym").unwrap();
+    /// let order = r.schema().lookup("order_id").unwrap();
+    /// r.keep_fields(&[sym]);
+    /// let mut e = Event::default();
+    /// assert!(r.next_event(&mut e).unwrap());
+    /// assert_eq!(e.get(sym), Value::Str(cep_core::Sym::new("IBM")));
+    /// assert_eq!(e.get(order), Value::Null);
+    /// ```
+    pub fn keep_fields(&mut self, fields: &[FieldId]) {
+        let kept = |id: FieldId| fields.contains(&id);
+        match &mut self.inner {
+            Inner::Csv(csv) => {
+                for col in &mut csv.cols {
+                    if let Col::Field(id) = *col
+                        && !kept(id)
+                    {
+                        *col = Col::Skip;
+                    }
+                }
+            }
+            Inner::Jsonl(json) => {
+                json.new_keys = false;
+                json.kept = true;
+                json.keys.clear();
+                for &id in fields {
+                    json.keys.insert(self.schema.field_name(id).into(), id);
+                }
             }
         }
     }
@@ -779,6 +834,8 @@ enum Col {
     Ts,
     Type,
     Field(FieldId),
+    /// A field not kept ([`Reader::keep_fields`]): its cell is only checked.
+    Skip,
 }
 
 struct CsvState<R: BufRead> {
@@ -1048,6 +1105,13 @@ fn fill_event(
                     }
                 }
             }
+            Col::Skip => {
+                // Invalid UTF-8 is a bad row whatever the column; any other
+                // cell is a value of some kind.
+                if !cell.is_ascii() && std::str::from_utf8(cell).is_err() {
+                    return Err(invalid_utf8(&names[i]));
+                }
+            }
             Col::Field(id) => {
                 if !cell.is_empty() {
                     let out = &mut event.fields[id as usize];
@@ -1082,6 +1146,8 @@ struct JsonState<R> {
     /// Whether a key not in `keys` is registered as a new field (else its
     /// value is dropped: [`Reader::fix_fields`]).
     new_keys: bool,
+    /// Whether `keys` holds just the fields of [`Reader::keep_fields`].
+    kept: bool,
     max_line: usize,
     /// Inside a line reported as too long: its rest is skipped first.
     skipping: bool,
@@ -1757,6 +1823,76 @@ mod tests {
                     return out;
                 }
             }
+        }
+    }
+
+    /// Each row as `Ok(fields)` or `Err(message)`.
+    fn rows_of<R: BufRead>(r: &mut Reader<R>) -> Vec<Result<Vec<Value>, String>> {
+        all(r).into_iter().map(|row| row.map(|e| e.fields).map_err(|e| e.message)).collect()
+    }
+
+    #[test]
+    fn csv_fields_not_kept_are_null_but_still_checked() {
+        let text = "ts,a,b,c\n1,x,y,2\n2,x,\u{e9}t\u{e9},3\n3,x,\"q,r\",4\n4,x,5\n";
+        let mut bytes = text.as_bytes().to_vec();
+        // Row 4: invalid UTF-8 in `b`, which is not kept.
+        bytes.extend_from_slice(b"5,x,\xff,6\n6,z,y,7\n");
+        let mut r = Reader::new(&bytes[..], "t.csv", Format::Csv).unwrap();
+        let (a, c) = (r.schema().lookup("a").unwrap(), r.schema().lookup("c").unwrap());
+        r.keep_fields(&[a, c]);
+        let x = Value::str("x");
+        let rows = rows_of(&mut r);
+        assert_eq!(rows[0], Ok(vec![x, Value::Null, Value::Int(2)]));
+        assert_eq!(rows[1], Ok(vec![x, Value::Null, Value::Int(3)]));
+        assert_eq!(rows[2], Ok(vec![x, Value::Null, Value::Int(4)]));
+        assert_eq!(rows[3], Err("expected 4 cells, found 3".to_owned()));
+        assert_eq!(rows[4], Err("invalid UTF-8 in column `b`".to_owned()));
+        assert_eq!(rows[5], Ok(vec![Value::str("z"), Value::Null, Value::Int(7)]));
+        assert_eq!(rows.len(), 6);
+    }
+
+    #[test]
+    fn json_fields_not_kept_are_dropped_but_still_checked() {
+        let text = concat!(
+            r#"{"ts":1,"a":"x","b":"y"}"#,
+            "\n",
+            r#"{"ts":2,"b":[1],"a":"x"}"#,
+            "\n",
+            r#"{"ts":3,"c":4,"new":"n","b":"y"}"#,
+            "\n"
+        );
+        let mut r = json_reader(text);
+        // `c` is a query's field, not seen yet.
+        let c = r.schema_mut().field("c");
+        let mut e = Event::default();
+        assert!(r.next_event(&mut e).unwrap());
+        let (a, b) = (r.schema().lookup("a").unwrap(), r.schema().lookup("b").unwrap());
+        r.keep_fields(&[a, c]);
+        let rows = rows_of(&mut r);
+        assert!(rows[0].as_ref().is_err_and(|m| m.contains("nested")), "{rows:?}");
+        let third = rows[1].as_ref().unwrap();
+        assert_eq!((third.get(a as usize), third.get(b as usize)), (None, None));
+        assert_eq!(third.get(c as usize), Some(&Value::Int(4)));
+        // A new key is neither kept nor registered.
+        assert_eq!(r.schema().lookup("new"), None);
+    }
+
+    #[test]
+    fn a_reopened_reader_keeps_the_same_fields() {
+        for (text, format) in [
+            ("ts,a,b\n1,x,y\n2,x,y\n", Format::Csv),
+            ("{\"ts\":1,\"a\":\"x\",\"b\":\"y\"}\n{\"ts\":2,\"a\":\"x\",\"b\":\"y\"}\n", Format::Jsonl),
+        ] {
+            let mut r = Reader::new(text.as_bytes(), "t", format).unwrap();
+            let mut e = Event::default();
+            assert!(r.next_event(&mut e).unwrap());
+            let (a, b) = (r.schema().lookup("a").unwrap(), r.schema().lookup("b").unwrap());
+            r.keep_fields(&[b]);
+            let at = r.position();
+            let mut rest = r.reopen(&text.as_bytes()[at.byte as usize..], at);
+            rest.fix_fields();
+            assert!(rest.next_event(&mut e).unwrap());
+            assert_eq!((e.get(a), e.get(b)), (Value::Null, Value::str("y")), "{format:?}");
         }
     }
 

@@ -45,6 +45,12 @@ pub struct Compiled {
     pub programs: Vec<Program<Event>>,
     /// Warnings (the query runs, but perhaps not as meant).
     pub warnings: Vec<Diagnostic>,
+    /// The fields the statements read (their partition fields included),
+    /// sorted, each once: the others' values never matter to a match, so a
+    /// reader may leave them out ([`Reader::keep_fields`]).
+    ///
+    /// [`Reader::keep_fields`]: cep_core::read::Reader::keep_fields
+    pub fields: Vec<FieldId>,
 }
 
 /// Parses and compiles a query file against `schema`.
@@ -74,6 +80,7 @@ pub fn compile_file(file: &ast::File, schema: &mut Schema, opts: &Options) -> Re
     let mut errors = Vec::new();
     let mut warnings = Vec::new();
     let mut names: AHashMap<String, Span> = AHashMap::new();
+    let mut fields = Vec::new();
     for (i, st) in file.statements.iter().enumerate() {
         let name = statement_name(st, i);
         if names.contains_key(&name) {
@@ -83,6 +90,7 @@ pub fn compile_file(file: &ast::File, schema: &mut Schema, opts: &Options) -> Re
         names.insert(name.clone(), st.span);
         let mut c = StatementCompiler::new(st, file, name, schema, opts);
         let program = c.run();
+        fields.append(&mut c.fields);
         for d in c.diags {
             if d.is_error() { errors.push(d) } else { warnings.push(d) }
         }
@@ -91,7 +99,9 @@ pub fn compile_file(file: &ast::File, schema: &mut Schema, opts: &Options) -> Re
         }
     }
     if errors.is_empty() {
-        Ok(Compiled { programs, warnings })
+        fields.sort_unstable();
+        fields.dedup();
+        Ok(Compiled { programs, warnings, fields })
     } else {
         errors.extend(warnings);
         Err(Diagnostics(errors))
@@ -166,6 +176,8 @@ struct StatementCompiler<'a> {
     slots: Vec<SlotKey>,
     regs: Vec<RegKey>,
     updates: Vec<Vec<RegUpdate>>,
+    /// Every field resolved (see [`Compiled::fields`]).
+    fields: Vec<FieldId>,
 }
 
 impl<'a> StatementCompiler<'a> {
@@ -182,6 +194,7 @@ impl<'a> StatementCompiler<'a> {
             slots: Vec::new(),
             regs: Vec::new(),
             updates: Vec::new(),
+            fields: Vec::new(),
         }
     }
 
@@ -581,6 +594,7 @@ impl<'a> StatementCompiler<'a> {
             }
             None => self.schema.field(name),
         };
+        self.fields.push(fid);
         let kinds = self.kinds(fid, types);
         let seen_types = types.iter().any(|t| self.schema.type_info(*t).is_some_and(|i| i.count > 0));
         if kinds.is_empty() && seen_types {
