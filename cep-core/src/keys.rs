@@ -170,6 +170,38 @@ impl KeyIndex {
         *slot = handle;
     }
 
+    /// Takes `key`'s handle away; returns it, if it had one. A dense
+    /// vector keeps its length (its places are reused by keys that come
+    /// later), but counts one key fewer, so it grows more slowly after.
+    ///
+    /// # Examples
+    /// ```
+    /// use cep_core::{keys::KeyIndex, Value};
+    /// let mut idx = KeyIndex::default();
+    /// idx.insert(Value::Int(7), 0);
+    /// assert_eq!(idx.remove(&Value::Int(7)), Some(0));
+    /// assert_eq!(idx.remove(&Value::Int(7)), None);
+    /// assert_eq!(idx.get(&Value::Int(7)), None);
+    /// ```
+    pub fn remove(&mut self, key: &Value) -> Option<u32> {
+        let (dense, i) = match *key {
+            Value::Null => return self.null.take(),
+            Value::Int(i) if (0..DENSE_INTS).contains(&i) => (&mut self.ints, i as usize),
+            Value::Str(s) => (&mut self.strs, s.index() as usize),
+            _ => return self.map.remove(key),
+        };
+        let handle = match dense.places.get_mut(i) {
+            Some(place) => Some(std::mem::replace(place, VACANT)).filter(|&h| h != VACANT),
+            None => {
+                let handle = self.map.remove(key);
+                dense.spilled -= usize::from(handle.is_some());
+                handle
+            }
+        };
+        dense.keys -= usize::from(handle.is_some());
+        handle
+    }
+
     /// Heap bytes held (dense vectors and the map's table, approximately).
     pub fn heap_bytes(&self) -> usize {
         (self.ints.places.capacity() + self.strs.places.capacity()) * 4
@@ -202,19 +234,27 @@ mod tests {
 
     proptest! {
         /// Against a `HashMap`: every key inserted (some twice, with a new
-        /// handle) is found with its last handle, every other is not, and
-        /// the dense vectors stay within their bound.
+        /// handle) is found with its last handle until it is removed, every
+        /// other is not, and the dense vectors stay within their bound (of
+        /// the most keys they held: they do not shrink).
         #[test]
         fn index_matches_a_hash_map(
-            ops in proptest::collection::vec((key(), 0u32..1000), 0..600),
+            ops in proptest::collection::vec((key(), 0u32..1000, any::<bool>()), 0..600),
             probes in proptest::collection::vec(key(), 0..100),
         ) {
             let mut idx = KeyIndex::default();
             let mut model = HashMap::new();
-            for (k, h) in ops {
-                idx.insert(k, h);
-                model.insert(k, h);
-                prop_assert_eq!(idx.get(&k), Some(h));
+            let mut peak = [0usize; 2];
+            for (k, h, remove) in ops {
+                if remove {
+                    prop_assert_eq!(idx.remove(&k), model.remove(&k), "{:?}", k);
+                    prop_assert_eq!(idx.get(&k), None);
+                } else {
+                    idx.insert(k, h);
+                    model.insert(k, h);
+                    prop_assert_eq!(idx.get(&k), Some(h));
+                }
+                peak = [peak[0].max(idx.ints.keys), peak[1].max(idx.strs.keys)];
             }
             for (k, &h) in &model {
                 prop_assert_eq!(idx.get(k), Some(h), "{:?}", k);
@@ -222,8 +262,8 @@ mod tests {
             for k in probes {
                 prop_assert_eq!(idx.get(&k), model.get(&k).copied(), "{:?}", k);
             }
-            for dense in [&idx.ints, &idx.strs] {
-                prop_assert!(dense.places.len() <= MIN_DENSE.max(2 * PLACES_PER_KEY * dense.keys));
+            for (dense, peak) in [&idx.ints, &idx.strs].into_iter().zip(peak) {
+                prop_assert!(dense.places.len() <= MIN_DENSE.max(2 * PLACES_PER_KEY * peak));
                 let in_places = dense.places.iter().filter(|&&p| p != VACANT).count();
                 prop_assert_eq!(in_places + dense.spilled, dense.keys);
             }

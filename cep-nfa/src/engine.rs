@@ -108,7 +108,9 @@ pub struct Stats {
     pub pending: usize,
     /// Live buffer nodes.
     pub nodes: usize,
-    /// Partitions seen.
+    /// Partitions held: one per key seen, but the run engine gives up a
+    /// partition that nothing in it could matter to a later event of its
+    /// key (see the crate's README, "Memory per engine").
     pub partitions: usize,
     /// Bytes of live matching state: runs and pending matches (with their
     /// registers) and buffer nodes. Excludes spare capacity and the
@@ -334,6 +336,11 @@ impl NegLog {
         }
     }
 
+    /// Whether no entry is live.
+    fn is_empty(&self) -> bool {
+        self.start == self.pos.len()
+    }
+
     /// Live entries: (position, mask, frame).
     fn entries(&self, width: usize) -> impl Iterator<Item = (u64, u64, &[Value])> {
         self.pos[self.start..].iter().enumerate().map(move |(i, &(p, m))| {
@@ -356,6 +363,16 @@ struct Hot {
     hist_len: u16,
     /// The `PREV` ring when it is small ([`HistoryShape::inline`]).
     ring: [Value; INLINE_RING],
+}
+
+/// Partitions in use before idle ones are first looked for (see
+/// [`Engine::drop_idle_partitions`]).
+const MIN_DROP: usize = 1024;
+
+/// The first `Engine::drop_at` for `prog`: never when it keeps `PREV`
+/// history per key (a key's next event needs it, however long after).
+fn first_drop_at<E>(prog: &Program<E>) -> usize {
+    if prog.history_depth > 0 || !prog.history.is_empty() { usize::MAX } else { MIN_DROP }
 }
 
 /// A partition's timer on the wheel, if it has one (the handle carries the
@@ -451,6 +468,15 @@ pub struct Engine<E> {
     /// wheel on most events).
     next_due: Timestamp,
     fired: Vec<(Timestamp, u32)>,
+    /// Partitions given up (no partial match, no `PREV` history, no
+    /// negation log: nothing a later event of the key could need), to
+    /// reuse; see [`drop_idle_partitions`](Self::drop_idle_partitions).
+    free: Vec<u32>,
+    /// Which partitions are in `free`.
+    vacant: Vec<bool>,
+    /// Partitions in use at which the next event looks for idle ones to give
+    /// up (`usize::MAX`: never, the query keeps history per key).
+    drop_at: usize,
     watermark: Timestamp,
     seq: u64,
     out: VecDeque<Match>,
@@ -528,6 +554,9 @@ impl<E: StreamEvent> Engine<E> {
             armed: Vec::new(),
             next_due: Timestamp::MAX,
             fired: Vec::new(),
+            free: Vec::new(),
+            vacant: Vec::new(),
+            drop_at: first_drop_at(&prog),
             watermark: Timestamp::MIN,
             seq: 0,
             out: VecDeque::new(),
@@ -623,7 +652,7 @@ impl<E: StreamEvent> Engine<E> {
         s.runs = self.parts.iter().map(|p| p.runs.len()).sum();
         s.pending = self.parts.iter().map(|p| p.pending.len()).sum();
         s.nodes = self.buffer.len();
-        s.partitions = self.parts.len();
+        s.partitions = self.parts.len() - self.free.len();
         let per_run = std::mem::size_of::<Run>() + self.prog.regs * std::mem::size_of::<Value>();
         s.state_bytes = (s.runs + s.pending) * per_run + s.nodes * Buffer::NODE_BYTES;
         s
@@ -655,11 +684,15 @@ impl<E: StreamEvent> Engine<E> {
     /// ```
     pub fn snapshot(&self) -> EngineSnapshot {
         debug_assert!(self.out.is_empty() && self.done.is_empty(), "snapshot between events, matches taken");
+        // Partitions given up are left out (nothing refers to them).
+        let used = |pid: &usize| !self.vacant[*pid];
+        let pids = || (0..self.parts.len()).filter(used);
+        let stride = if self.shape.inline() { 0 } else { self.shape.stride() };
         EngineSnapshot {
-            parts: self.parts.clone(),
-            scheduled: self.armed.iter().map(|&a| armed_at(a)).collect(),
-            hot: self.hot.clone(),
-            ring: self.ring.clone(),
+            parts: pids().map(|pid| self.parts[pid].clone()).collect(),
+            scheduled: pids().map(|pid| armed_at(self.armed[pid])).collect(),
+            hot: pids().map(|pid| self.hot[pid]).collect(),
+            ring: pids().flat_map(|pid| self.ring[pid * stride..(pid + 1) * stride].iter().copied()).collect(),
             nodes: self.buffer.nodes(),
             watermark: self.watermark,
             seq: self.seq,
@@ -699,6 +732,9 @@ impl<E: StreamEvent> Engine<E> {
         self.armed = armed;
         self.index = index;
         self.buffer = buffer;
+        self.vacant = vec![false; snap.parts.len()];
+        self.free.clear();
+        self.drop_at = first_drop_at(&self.prog).max(2 * snap.parts.len());
         self.parts = snap.parts;
         self.hot = snap.hot;
         self.ring = snap.ring;
@@ -746,6 +782,9 @@ impl<E: StreamEvent> Engine<E> {
     /// (ties in arrival order); an event behind the watermark is rejected.
     #[inline]
     pub fn push(&mut self, e: &E) -> Result<(), LateEvent> {
+        if self.parts.len() - self.free.len() >= self.drop_at {
+            self.drop_idle_partitions();
+        }
         self.push_at(e, None)
     }
 
@@ -783,6 +822,10 @@ impl<E: StreamEvent> Engine<E> {
         const AHEAD: usize = 8;
         let mut pids = [u32::MAX; AHEAD];
         for (c, chunk) in events.chunks(AHEAD).enumerate() {
+            // Not while the chunk holds partitions looked up ahead.
+            if self.parts.len() - self.free.len() >= self.drop_at {
+                self.drop_idle_partitions();
+            }
             let mut touched = 0u32;
             for (slot, e) in pids.iter_mut().zip(chunk) {
                 // A partition the chunk creates is looked up again below.
@@ -826,23 +869,75 @@ impl<E: StreamEvent> Engine<E> {
     fn partition_of(&mut self, e: &E) -> u32 {
         let prog = &self.prog;
         let key = partition_key(prog, e);
-        if let Some(p) = self.index.get(&key) {
-            return p;
+        match self.index.get(&key) {
+            Some(p) => p,
+            None => self.new_partition(key),
         }
-        let p = self.parts.len() as u32;
-        self.parts.push(Partition {
-            key,
-            runs: RunSet::new(prog.regs),
-            pending: RunSet::new(prog.regs),
-            log: NegLog::default(),
-        });
-        self.armed.push(None);
-        self.hot.push(Hot { next_pos: 0, live: 0, hist_head: 0, hist_len: 0, ring: [Value::Null; INLINE_RING] });
-        if !self.shape.inline() {
-            self.ring.resize(self.ring.len() + self.shape.stride(), Value::Null);
-        }
+    }
+
+    /// A partition for `key`, which has none: a given-up one reused, or a
+    /// new one. (Out of line: most events find their partition.)
+    #[inline(never)]
+    fn new_partition(&mut self, key: Value) -> u32 {
+        let prog = &self.prog;
+        let hot = Hot { next_pos: 0, live: 0, hist_head: 0, hist_len: 0, ring: [Value::Null; INLINE_RING] };
+        let p = match self.free.pop() {
+            // Given up with nothing in it (no history, so no ring either).
+            Some(p) => {
+                self.vacant[p as usize] = false;
+                self.parts[p as usize].key = key;
+                self.hot[p as usize] = hot;
+                p
+            }
+            None => {
+                self.parts.push(Partition {
+                    key,
+                    runs: RunSet::new(prog.regs),
+                    pending: RunSet::new(prog.regs),
+                    log: NegLog::default(),
+                });
+                self.armed.push(None);
+                self.vacant.push(false);
+                self.hot.push(hot);
+                if !self.shape.inline() {
+                    self.ring.resize(self.ring.len() + self.shape.stride(), Value::Null);
+                }
+                (self.parts.len() - 1) as u32
+            }
+        };
         self.index.insert(key, p);
         p
+    }
+
+    /// Gives up every partition with nothing a later event of its key could
+    /// need — no partial match, no pending match, no live negation log (and
+    /// the query keeps no `PREV` history, else none is given up) — so that a
+    /// stream of ever new keys (an order id, a session) keeps memory in
+    /// proportion to the keys with partial matches, not to all keys seen.
+    /// A key that comes back gets a fresh partition, as its first event
+    /// would: positions within a partition only order its own partial
+    /// matches. Called before an event when the partitions in use have
+    /// doubled since the last call (at least [`MIN_DROP`]), so it costs O(1)
+    /// amortised per partition created.
+    fn drop_idle_partitions(&mut self) {
+        debug_assert!(self.done.is_empty(), "between events");
+        for pid in 0..self.parts.len() {
+            let part = &self.parts[pid];
+            if self.vacant[pid] || part.runs.len() + part.pending.len() > 0 || !part.log.is_empty() {
+                continue;
+            }
+            // A timer armed for runs since gone would find nothing.
+            if let Some(id) = self.armed[pid].take() {
+                self.timers.cancel(id);
+            }
+            self.index.remove(&part.key);
+            self.parts[pid].log = NegLog::default();
+            self.vacant[pid] = true;
+            self.free.push(pid as u32);
+        }
+        // Lowest first: reused partitions stay packed at the front.
+        self.free.sort_unstable_by(|a, b| b.cmp(a));
+        self.drop_at = MIN_DROP.max(2 * (self.parts.len() - self.free.len()));
     }
 
     /// Runs the type tests for `e` into `acc` / `neg_acc`; returns whether
