@@ -82,15 +82,15 @@ impl Dense {
         want <= MIN_DENSE.max(PLACES_PER_KEY * (self.keys + 1))
     }
 
-    /// Grows the vector to cover place `i`, moving into it the keys of its
-    /// kind (those `place` numbers) that the map held below the new end.
-    fn cover(&mut self, i: usize, map: &mut AHashMap<Value, u32>, place: impl Fn(&Value) -> Option<usize>) {
+    /// Grows the vector of keys of kind `kind` to cover place `i`, moving
+    /// into it the keys of its kind that the map held below the new end.
+    fn cover(&mut self, kind: DenseKind, i: usize, map: &mut AHashMap<Value, u32>) {
         let len = (i + 1).next_power_of_two().max(self.places.len());
         self.places.resize(len, VACANT);
         if self.spilled > 0 {
             let (places, spilled) = (&mut self.places, &mut self.spilled);
-            map.retain(|key, &mut handle| match place(key) {
-                Some(j) if j < len => {
+            map.retain(|key, &mut handle| match dense_place(key) {
+                Some((k, j)) if k == kind && j < len => {
                     places[j] = handle;
                     *spilled -= 1;
                     false
@@ -101,18 +101,19 @@ impl Dense {
     }
 }
 
-/// The dense place of a small non-negative int key.
-fn int_place(key: &Value) -> Option<usize> {
-    match *key {
-        Value::Int(i) if (0..DENSE_INTS).contains(&i) => Some(i as usize),
-        _ => None,
-    }
+/// Which dense vector a key may live in.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum DenseKind {
+    Ints,
+    Strs,
 }
 
-/// The dense place of a string key.
-fn str_place(key: &Value) -> Option<usize> {
+/// The dense vector and place of a small non-negative int or a string key
+/// (`None` for NULL and the keys that are always hashed).
+fn dense_place(key: &Value) -> Option<(DenseKind, usize)> {
     match *key {
-        Value::Str(s) => Some(s.index() as usize),
+        Value::Int(i) if (0..DENSE_INTS).contains(&i) => Some((DenseKind::Ints, i as usize)),
+        Value::Str(s) => Some((DenseKind::Strs, s.index() as usize)),
         _ => None,
     }
 }
@@ -137,31 +138,27 @@ impl KeyIndex {
     /// given a handle before gets the new one.
     pub fn insert(&mut self, key: Value, handle: u32) {
         debug_assert_ne!(handle, VACANT, "u32::MAX is not a handle");
-        let (dense, place): (&mut Dense, fn(&Value) -> Option<usize>) = match key {
-            Value::Null => {
-                self.null = Some(handle);
-                return;
-            }
-            _ if int_place(&key).is_some() => (&mut self.ints, int_place),
-            Value::Str(_) => (&mut self.strs, str_place),
-            _ => {
-                self.map.insert(key, handle);
-                return;
-            }
+        if matches!(key, Value::Null) {
+            self.null = Some(handle);
+            return;
+        }
+        let Some((kind, i)) = dense_place(&key) else {
+            self.map.insert(key, handle);
+            return;
         };
-        let i = place(&key).expect("a key of a dense kind");
+        let (dense, map) = self.dense_and_map(kind);
         if i >= dense.places.len() {
-            if self.map.contains_key(&key) {
-                self.map.insert(key, handle);
+            if map.contains_key(&key) {
+                map.insert(key, handle);
                 return;
             }
             if !dense.may_cover(i) {
                 dense.keys += 1;
                 dense.spilled += 1;
-                self.map.insert(key, handle);
+                map.insert(key, handle);
                 return;
             }
-            dense.cover(i, &mut self.map, place);
+            dense.cover(kind, i, map);
         }
         let slot = &mut dense.places[i];
         if *slot == VACANT {
@@ -184,22 +181,32 @@ impl KeyIndex {
     /// assert_eq!(idx.get(&Value::Int(7)), None);
     /// ```
     pub fn remove(&mut self, key: &Value) -> Option<u32> {
-        let (dense, i) = match *key {
-            Value::Null => return self.null.take(),
-            Value::Int(i) if (0..DENSE_INTS).contains(&i) => (&mut self.ints, i as usize),
-            Value::Str(s) => (&mut self.strs, s.index() as usize),
-            _ => return self.map.remove(key),
+        if matches!(key, Value::Null) {
+            return self.null.take();
+        }
+        let Some((kind, i)) = dense_place(key) else {
+            return self.map.remove(key);
         };
+        let (dense, map) = self.dense_and_map(kind);
         let handle = match dense.places.get_mut(i) {
             Some(place) => Some(std::mem::replace(place, VACANT)).filter(|&h| h != VACANT),
             None => {
-                let handle = self.map.remove(key);
+                let handle = map.remove(key);
                 dense.spilled -= usize::from(handle.is_some());
                 handle
             }
         };
         dense.keys -= usize::from(handle.is_some());
         handle
+    }
+
+    /// The dense vector of `kind`, and the map (for its keys beyond it).
+    fn dense_and_map(&mut self, kind: DenseKind) -> (&mut Dense, &mut AHashMap<Value, u32>) {
+        let dense = match kind {
+            DenseKind::Ints => &mut self.ints,
+            DenseKind::Strs => &mut self.strs,
+        };
+        (dense, &mut self.map)
     }
 
     /// Heap bytes held (dense vectors and the map's table, approximately).

@@ -302,7 +302,6 @@ impl<R: BufRead> Reader<R> {
                 bytes: 0,
                 keys: AHashMap::new(),
                 new_keys: true,
-                kept: false,
                 max_line,
                 skipping: false,
             }),
@@ -437,7 +436,6 @@ impl<R: BufRead> Reader<R> {
                 bytes: at.byte,
                 keys: json.keys.clone(),
                 new_keys: json.new_keys,
-                kept: json.kept,
                 max_line: json.max_line,
                 skipping: false,
             }),
@@ -465,13 +463,15 @@ impl<R: BufRead> Reader<R> {
     /// schema to name them by; kept, every event of a block that brings a
     /// key per row grew to the width of all the keys before it (`cep run`
     /// on 20,000 such rows: 2.1 GB). CSV fixes its fields with the header.
+    /// A field set fixed already (or chosen by [`keep_fields`](Self::keep_fields))
+    /// stays as it is.
     pub(crate) fn fix_fields(&mut self) {
         if let Inner::Jsonl(json) = &mut self.inner {
-            json.new_keys = false;
-            if json.kept {
-                // `keep_fields` chose the keys.
+            if !json.new_keys {
+                // Fixed already (by `keep_fields`, say): the keys stay.
                 return;
             }
+            json.new_keys = false;
             // Fields registered without being read (a query's, say) too.
             for (id, name) in self.schema.field_names().enumerate() {
                 json.keys.entry(name.into()).or_insert(id as FieldId);
@@ -519,7 +519,6 @@ impl<R: BufRead> Reader<R> {
             }
             Inner::Jsonl(json) => {
                 json.new_keys = false;
-                json.kept = true;
                 json.keys.clear();
                 for &id in fields {
                     json.keys.insert(self.schema.field_name(id).into(), id);
@@ -1108,7 +1107,7 @@ fn fill_event(
             Col::Skip => {
                 // Invalid UTF-8 is a bad row whatever the column; any other
                 // cell is a value of some kind.
-                if !cell.is_ascii() && std::str::from_utf8(cell).is_err() {
+                if std::str::from_utf8(cell).is_err() {
                     return Err(invalid_utf8(&names[i]));
                 }
             }
@@ -1146,8 +1145,6 @@ struct JsonState<R> {
     /// Whether a key not in `keys` is registered as a new field (else its
     /// value is dropped: [`Reader::fix_fields`]).
     new_keys: bool,
-    /// Whether `keys` holds just the fields of [`Reader::keep_fields`].
-    kept: bool,
     max_line: usize,
     /// Inside a line reported as too long: its rest is skipped first.
     skipping: bool,

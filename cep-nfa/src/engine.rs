@@ -470,10 +470,10 @@ pub struct Engine<E> {
     fired: Vec<(Timestamp, u32)>,
     /// Partitions given up (no partial match, no `PREV` history, no
     /// negation log: nothing a later event of the key could need), to
-    /// reuse; see [`drop_idle_partitions`](Self::drop_idle_partitions).
+    /// reuse, lowest last; see [`drop_idle_partitions`](Self::drop_idle_partitions).
+    /// A partition is given up exactly when the index no longer maps its
+    /// key to it.
     free: Vec<u32>,
-    /// Which partitions are in `free`.
-    vacant: Vec<bool>,
     /// Partitions in use at which the next event looks for idle ones to give
     /// up (`usize::MAX`: never, the query keeps history per key).
     drop_at: usize,
@@ -555,7 +555,6 @@ impl<E: StreamEvent> Engine<E> {
             next_due: Timestamp::MAX,
             fired: Vec::new(),
             free: Vec::new(),
-            vacant: Vec::new(),
             drop_at: first_drop_at(&prog),
             watermark: Timestamp::MIN,
             seq: 0,
@@ -652,7 +651,7 @@ impl<E: StreamEvent> Engine<E> {
         s.runs = self.parts.iter().map(|p| p.runs.len()).sum();
         s.pending = self.parts.iter().map(|p| p.pending.len()).sum();
         s.nodes = self.buffer.len();
-        s.partitions = self.parts.len() - self.free.len();
+        s.partitions = self.partitions_in_use();
         let per_run = std::mem::size_of::<Run>() + self.prog.regs * std::mem::size_of::<Value>();
         s.state_bytes = (s.runs + s.pending) * per_run + s.nodes * Buffer::NODE_BYTES;
         s
@@ -684,15 +683,15 @@ impl<E: StreamEvent> Engine<E> {
     /// ```
     pub fn snapshot(&self) -> EngineSnapshot {
         debug_assert!(self.out.is_empty() && self.done.is_empty(), "snapshot between events, matches taken");
-        // Partitions given up are left out (nothing refers to them).
-        let used = |pid: &usize| !self.vacant[*pid];
-        let pids = || (0..self.parts.len()).filter(used);
-        let stride = if self.shape.inline() { 0 } else { self.shape.stride() };
+        // Partitions given up are left out (nothing refers to them). Only a
+        // query without history gives any up, so the ring is empty then.
+        debug_assert!(self.free.is_empty() || self.ring.is_empty());
+        let pids = || (0..self.parts.len()).filter(|&pid| self.in_use(pid));
         EngineSnapshot {
             parts: pids().map(|pid| self.parts[pid].clone()).collect(),
             scheduled: pids().map(|pid| armed_at(self.armed[pid])).collect(),
             hot: pids().map(|pid| self.hot[pid]).collect(),
-            ring: pids().flat_map(|pid| self.ring[pid * stride..(pid + 1) * stride].iter().copied()).collect(),
+            ring: self.ring.clone(),
             nodes: self.buffer.nodes(),
             watermark: self.watermark,
             seq: self.seq,
@@ -732,7 +731,6 @@ impl<E: StreamEvent> Engine<E> {
         self.armed = armed;
         self.index = index;
         self.buffer = buffer;
-        self.vacant = vec![false; snap.parts.len()];
         self.free.clear();
         self.drop_at = first_drop_at(&self.prog).max(2 * snap.parts.len());
         self.parts = snap.parts;
@@ -782,9 +780,7 @@ impl<E: StreamEvent> Engine<E> {
     /// (ties in arrival order); an event behind the watermark is rejected.
     #[inline]
     pub fn push(&mut self, e: &E) -> Result<(), LateEvent> {
-        if self.parts.len() - self.free.len() >= self.drop_at {
-            self.drop_idle_partitions();
-        }
+        self.drop_idle_partitions_when_due();
         self.push_at(e, None)
     }
 
@@ -823,9 +819,7 @@ impl<E: StreamEvent> Engine<E> {
         let mut pids = [u32::MAX; AHEAD];
         for (c, chunk) in events.chunks(AHEAD).enumerate() {
             // Not while the chunk holds partitions looked up ahead.
-            if self.parts.len() - self.free.len() >= self.drop_at {
-                self.drop_idle_partitions();
-            }
+            self.drop_idle_partitions_when_due();
             let mut touched = 0u32;
             for (slot, e) in pids.iter_mut().zip(chunk) {
                 // A partition the chunk creates is looked up again below.
@@ -884,7 +878,6 @@ impl<E: StreamEvent> Engine<E> {
         let p = match self.free.pop() {
             // Given up with nothing in it (no history, so no ring either).
             Some(p) => {
-                self.vacant[p as usize] = false;
                 self.parts[p as usize].key = key;
                 self.hot[p as usize] = hot;
                 p
@@ -897,7 +890,6 @@ impl<E: StreamEvent> Engine<E> {
                     log: NegLog::default(),
                 });
                 self.armed.push(None);
-                self.vacant.push(false);
                 self.hot.push(hot);
                 if !self.shape.inline() {
                     self.ring.resize(self.ring.len() + self.shape.stride(), Value::Null);
@@ -923,7 +915,7 @@ impl<E: StreamEvent> Engine<E> {
         debug_assert!(self.done.is_empty(), "between events");
         for pid in 0..self.parts.len() {
             let part = &self.parts[pid];
-            if self.vacant[pid] || part.runs.len() + part.pending.len() > 0 || !part.log.is_empty() {
+            if part.runs.len() + part.pending.len() > 0 || !part.log.is_empty() || !self.in_use(pid) {
                 continue;
             }
             // A timer armed for runs since gone would find nothing.
@@ -932,12 +924,30 @@ impl<E: StreamEvent> Engine<E> {
             }
             self.index.remove(&part.key);
             self.parts[pid].log = NegLog::default();
-            self.vacant[pid] = true;
             self.free.push(pid as u32);
         }
-        // Lowest first: reused partitions stay packed at the front.
-        self.free.sort_unstable_by(|a, b| b.cmp(a));
-        self.drop_at = MIN_DROP.max(2 * (self.parts.len() - self.free.len()));
+        // Lowest reused first: partitions in use stay packed at the front.
+        self.free.sort_unstable_by_key(|&pid| std::cmp::Reverse(pid));
+        self.drop_at = MIN_DROP.max(2 * self.partitions_in_use());
+    }
+
+    /// [`drop_idle_partitions`](Self::drop_idle_partitions) when the
+    /// partitions in use have reached `drop_at`.
+    #[inline(always)]
+    fn drop_idle_partitions_when_due(&mut self) {
+        if self.partitions_in_use() >= self.drop_at {
+            self.drop_idle_partitions();
+        }
+    }
+
+    /// Partitions not given up.
+    fn partitions_in_use(&self) -> usize {
+        self.parts.len() - self.free.len()
+    }
+
+    /// Whether partition `pid` is not given up (its key still maps to it).
+    fn in_use(&self, pid: usize) -> bool {
+        self.index.get(&self.parts[pid].key) == Some(pid as u32)
     }
 
     /// Runs the type tests for `e` into `acc` / `neg_acc`; returns whether

@@ -13,20 +13,14 @@ use cep_nfa::compile::{Options, compile_file};
 use cep_nfa::engine::Engine;
 use cep_nfa::reference::{self, RefMatch};
 use cep_nfa::syntax::parse;
-use support::{run_engine, to_ref};
+use support::{run_engine, to_ref, xorshift};
 
 /// Events over a few thousand keys (ints, strings and NULL), each key
 /// busy for a while and then quiet, so that its partition goes idle while
 /// others are created, and many keys come back later.
 fn stream(schema: &mut Schema, n: u64) -> Vec<Event> {
     let (k, v) = (schema.field("k"), schema.field("v"));
-    let mut state = 0x2545_F491_4F6C_DD1Du64;
-    let mut next = move || {
-        state ^= state << 13;
-        state ^= state >> 7;
-        state ^= state << 17;
-        state
-    };
+    let mut next = xorshift(0x2545_F491_4F6C_DD1Du64);
     (0..n)
         .map(|row| {
             let r = next();
@@ -67,7 +61,6 @@ fn run_batched(
 ) -> (Vec<RefMatch>, usize) {
     let mut engine = Engine::new(prog());
     let mut got = Vec::new();
-    let mut fewest_partitions = usize::MAX;
     for (i, chunk) in events.chunks(slice).enumerate() {
         engine.push_batch(chunk).expect("in order");
         got.extend(engine.drain().map(to_ref));
@@ -76,7 +69,6 @@ fn run_batched(
             engine = Engine::new(prog());
             engine.restore(saved).expect("fits");
         }
-        fewest_partitions = fewest_partitions.min(engine.stats().partitions);
     }
     engine.finish();
     got.extend(engine.drain().map(to_ref));

@@ -11,7 +11,7 @@ use cep_core::{Event, Schema, Sym, TimeUnit, Value};
 use cep_nfa::compile::{Options, compile_file};
 use cep_nfa::reference;
 use cep_nfa::syntax::parse;
-use support::run_engine;
+use support::{run_engine, xorshift};
 
 /// Three new type names whose symbol numbers are equal modulo 16 (the
 /// cache's size), and one that differs.
@@ -45,13 +45,7 @@ fn types_sharing_a_cache_place_get_their_own_answers() {
     let file = parse(&query).expect("parses");
     let prog = compile_file(&file, &mut schema, &Options::default()).expect("compiles").programs.remove(0);
     let types = [&a, &b, &c, &d];
-    let mut state = 0x9E37_79B9_7F4A_7C15u64;
-    let mut next = || {
-        state ^= state << 13;
-        state ^= state >> 7;
-        state ^= state << 17;
-        state
-    };
+    let mut next = xorshift(0x9E37_79B9_7F4A_7C15u64);
     let events: Vec<Event> = (0..400u64)
         .map(|row| {
             let r = next();

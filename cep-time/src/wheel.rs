@@ -385,7 +385,7 @@ impl<T: Copy> TimerWheel<T> {
             }
             None => self.grow(generation),
         };
-        self.set_alive(index, true);
+        self.mark_alive(index);
         if self.lists.is_empty() {
             self.allocate_lists();
         }
@@ -438,13 +438,7 @@ impl<T: Copy> TimerWheel<T> {
         if self.generations.get(id.index as usize) != Some(&id.generation) {
             return false;
         }
-        // Test and clear the live bit in one go (clearing a clear bit
-        // changes nothing): fewer instructions per cancel let more cancels'
-        // cache misses overlap.
-        let (word, bit) = (&mut self.alive[id.index as usize / 64], 1 << (id.index % 64));
-        let was = *word & bit;
-        *word &= !bit;
-        if was == 0 {
+        if !self.clear_alive(id.index) {
             return false;
         }
         self.tombstones += 1;
@@ -467,11 +461,22 @@ impl<T: Copy> TimerWheel<T> {
         self.alive_bit(index) != 0
     }
 
-    /// Marks index `index` live or not.
+    /// Marks index `index` live.
     #[inline]
-    fn set_alive(&mut self, index: u32, live: bool) {
+    fn mark_alive(&mut self, index: u32) {
+        self.alive[index as usize / 64] |= 1 << (index % 64);
+    }
+
+    /// Marks index `index` not live; returns whether it was. (Tests and
+    /// clears the bit in one go, clearing a clear bit changing nothing:
+    /// fewer instructions per cancel let more cancels' cache misses
+    /// overlap.)
+    #[inline]
+    fn clear_alive(&mut self, index: u32) -> bool {
         let (word, bit) = (&mut self.alive[index as usize / 64], 1 << (index % 64));
-        if live { *word |= bit } else { *word &= !bit }
+        let was = *word & bit;
+        *word &= !bit;
+        was != 0
     }
 
     /// A lower bound on the earliest live deadline, `None` when no timer is
@@ -641,7 +646,8 @@ impl<T: Copy> TimerWheel<T> {
     /// returns the deadline and the value.
     #[inline]
     fn release(&mut self, slot: Slot<T>) -> (Timestamp, T) {
-        self.set_alive(slot.index, false);
+        let was_live = self.clear_alive(slot.index);
+        debug_assert!(was_live, "only a live timer fires");
         self.free.insert(slot.index);
         (from_key(slot.key), slot.value)
     }

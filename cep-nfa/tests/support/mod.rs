@@ -14,6 +14,17 @@
 
 #![allow(dead_code)]
 
+/// A xorshift generator from `seed` (not 0): fixed, fast pseudo-random
+/// numbers for streams longer than property tests draw.
+pub fn xorshift(mut seed: u64) -> impl FnMut() -> u64 {
+    move || {
+        seed ^= seed << 13;
+        seed ^= seed >> 7;
+        seed ^= seed << 17;
+        seed
+    }
+}
+
 /// A match in the reference matcher's terms, to compare engines with it.
 pub fn to_ref(m: Match) -> RefMatch {
     let vars = m.vars().map(|v| v.to_vec()).collect();
