@@ -36,6 +36,7 @@ use cep_core::{Event, Match, Timestamp, Value};
 use cep_time::wheel::{TimerId, TimerWheel};
 
 use crate::buffer::{Buffer, NIL, Node, NodeId};
+use crate::idle::IdleParts;
 use crate::program::{FrameSlot, Program, RegOp, RegUpdate, Selection, SharedFramePred, SkipTo, Strategy, Window};
 
 /// What the engine needs from an event besides the program's closures.
@@ -365,14 +366,10 @@ struct Hot {
     ring: [Value; INLINE_RING],
 }
 
-/// Partitions in use before idle ones are first looked for (see
-/// [`Engine::drop_idle_partitions`]).
-const MIN_DROP: usize = 1024;
-
-/// The first `Engine::drop_at` for `prog`: never when it keeps `PREV`
+/// Whether `prog` may give partitions up: not when it keeps `PREV`
 /// history per key (a key's next event needs it, however long after).
-fn first_drop_at<E>(prog: &Program<E>) -> usize {
-    if prog.history_depth > 0 || !prog.history.is_empty() { usize::MAX } else { MIN_DROP }
+fn may_give_up<E>(prog: &Program<E>) -> bool {
+    prog.history_depth == 0 && prog.history.is_empty()
 }
 
 /// A partition's timer on the wheel, if it has one (the handle carries the
@@ -470,13 +467,10 @@ pub struct Engine<E> {
     fired: Vec<(Timestamp, u32)>,
     /// Partitions given up (no partial match, no `PREV` history, no
     /// negation log: nothing a later event of the key could need), to
-    /// reuse, lowest last; see [`drop_idle_partitions`](Self::drop_idle_partitions).
-    /// A partition is given up exactly when the index no longer maps its
-    /// key to it.
-    free: Vec<u32>,
-    /// Partitions in use at which the next event looks for idle ones to give
-    /// up (`usize::MAX`: never, the query keeps history per key).
-    drop_at: usize,
+    /// reuse, and when to look for more; see
+    /// [`drop_idle_partitions`](Self::drop_idle_partitions). A partition
+    /// is given up exactly when the index no longer maps its key to it.
+    idle: IdleParts,
     watermark: Timestamp,
     seq: u64,
     out: VecDeque<Match>,
@@ -554,8 +548,7 @@ impl<E: StreamEvent> Engine<E> {
             armed: Vec::new(),
             next_due: Timestamp::MAX,
             fired: Vec::new(),
-            free: Vec::new(),
-            drop_at: first_drop_at(&prog),
+            idle: IdleParts::new(may_give_up(&prog)),
             watermark: Timestamp::MIN,
             seq: 0,
             out: VecDeque::new(),
@@ -651,7 +644,7 @@ impl<E: StreamEvent> Engine<E> {
         s.runs = self.parts.iter().map(|p| p.runs.len()).sum();
         s.pending = self.parts.iter().map(|p| p.pending.len()).sum();
         s.nodes = self.buffer.len();
-        s.partitions = self.partitions_in_use();
+        s.partitions = self.idle.in_use(self.parts.len());
         let per_run = std::mem::size_of::<Run>() + self.prog.regs * std::mem::size_of::<Value>();
         s.state_bytes = (s.runs + s.pending) * per_run + s.nodes * Buffer::NODE_BYTES;
         s
@@ -685,7 +678,7 @@ impl<E: StreamEvent> Engine<E> {
         debug_assert!(self.out.is_empty() && self.done.is_empty(), "snapshot between events, matches taken");
         // Partitions given up are left out (nothing refers to them). Only a
         // query without history gives any up, so the ring is empty then.
-        debug_assert!(self.free.is_empty() || self.ring.is_empty());
+        debug_assert!(self.idle.none_given_up() || self.ring.is_empty());
         let pids = || (0..self.parts.len()).filter(|&pid| self.in_use(pid));
         EngineSnapshot {
             parts: pids().map(|pid| self.parts[pid].clone()).collect(),
@@ -731,8 +724,7 @@ impl<E: StreamEvent> Engine<E> {
         self.armed = armed;
         self.index = index;
         self.buffer = buffer;
-        self.free.clear();
-        self.drop_at = first_drop_at(&self.prog).max(2 * snap.parts.len());
+        self.idle.restored(snap.parts.len());
         self.parts = snap.parts;
         self.hot = snap.hot;
         self.ring = snap.ring;
@@ -875,7 +867,7 @@ impl<E: StreamEvent> Engine<E> {
     fn new_partition(&mut self, key: Value) -> u32 {
         let prog = &self.prog;
         let hot = Hot { next_pos: 0, live: 0, hist_head: 0, hist_len: 0, ring: [Value::Null; INLINE_RING] };
-        let p = match self.free.pop() {
+        let p = match self.idle.reuse() {
             // Given up with nothing in it (no history, so no ring either).
             Some(p) => {
                 self.parts[p as usize].key = key;
@@ -909,7 +901,7 @@ impl<E: StreamEvent> Engine<E> {
     /// A key that comes back gets a fresh partition, as its first event
     /// would: positions within a partition only order its own partial
     /// matches. Called before an event when the partitions in use have
-    /// doubled since the last call (at least [`MIN_DROP`]), so it costs O(1)
+    /// doubled since the last call ([`IdleParts`]), so it costs O(1)
     /// amortised per partition created.
     fn drop_idle_partitions(&mut self) {
         debug_assert!(self.done.is_empty(), "between events");
@@ -924,25 +916,18 @@ impl<E: StreamEvent> Engine<E> {
             }
             self.index.remove(&part.key);
             self.parts[pid].log = NegLog::default();
-            self.free.push(pid as u32);
+            self.idle.give_up(pid as u32);
         }
-        // Lowest reused first: partitions in use stay packed at the front.
-        self.free.sort_unstable_by_key(|&pid| std::cmp::Reverse(pid));
-        self.drop_at = MIN_DROP.max(2 * self.partitions_in_use());
+        self.idle.looked(self.parts.len());
     }
 
     /// [`drop_idle_partitions`](Self::drop_idle_partitions) when the
-    /// partitions in use have reached `drop_at`.
+    /// partitions in use have doubled since the last look.
     #[inline(always)]
     fn drop_idle_partitions_when_due(&mut self) {
-        if self.partitions_in_use() >= self.drop_at {
+        if self.idle.due(self.parts.len()) {
             self.drop_idle_partitions();
         }
-    }
-
-    /// Partitions not given up.
-    fn partitions_in_use(&self) -> usize {
-        self.parts.len() - self.free.len()
     }
 
     /// Whether partition `pid` is not given up (its key still maps to it).

@@ -31,6 +31,7 @@ use cep_core::keys::KeyIndex;
 use cep_core::{Match, Timestamp, Value};
 
 use crate::engine::{LateEvent, StreamEvent};
+use crate::idle::IdleParts;
 use crate::program::{FrameSlot, Program, SharedFramePred, Strategy, Window};
 use crate::syntax::ast::{Quant, Selection};
 
@@ -262,6 +263,14 @@ impl Stack {
     fn live(&self) -> usize {
         self.entries.len() - self.start
     }
+
+    /// Empties the stack, keeping its capacity.
+    fn clear(&mut self) {
+        self.entries.clear();
+        self.frames.clear();
+        self.start = 0;
+        self.offset = 0;
+    }
 }
 
 #[derive(Clone, Debug, serde::Serialize, serde::Deserialize)]
@@ -284,7 +293,9 @@ pub struct StackStats {
     pub entries: usize,
     /// Accepting entries waiting for their batch.
     pub pending: usize,
-    /// Partitions seen.
+    /// Partitions held: one per key seen, but a partition that nothing in
+    /// it could matter to a later event of its key is given up (see the
+    /// crate's README, "Memory per engine").
     pub partitions: usize,
     /// Clusters built (one per accepting entry in per-event mode).
     pub clusters: u64,
@@ -339,6 +350,11 @@ pub struct StackEngine<E> {
     construction: Construction,
     index: KeyIndex,
     parts: Vec<Part>,
+    /// Partitions given up (nothing in their stacks a later event of the
+    /// key could link to, no accepting entry waiting), to reuse; see
+    /// [`drop_idle_partitions`](Self::drop_idle_partitions). A partition
+    /// is given up exactly when the index no longer maps its key to it.
+    idle: IdleParts,
     out: VecDeque<Match>,
     callback: Option<Box<dyn FnMut(Match) + Send>>,
     watermark: Timestamp,
@@ -423,6 +439,7 @@ impl<E: StreamEvent> StackEngine<E> {
             construction,
             index: KeyIndex::default(),
             parts: Vec::new(),
+            idle: IdleParts::new(true),
             out: VecDeque::new(),
             callback: None,
             watermark: Timestamp::MIN,
@@ -502,7 +519,7 @@ impl<E: StreamEvent> StackEngine<E> {
         let mut s = self.stats;
         s.entries = self.parts.iter().flat_map(|p| &p.stacks).map(Stack::live).sum();
         s.pending = self.parts.iter().map(|p| p.pending.len()).sum();
-        s.partitions = self.parts.len();
+        s.partitions = self.idle.in_use(self.parts.len());
         s.state_bytes = s.entries * (std::mem::size_of::<Entry>() + self.width * std::mem::size_of::<Value>());
         s
     }
@@ -531,13 +548,21 @@ impl<E: StreamEvent> StackEngine<E> {
     /// ```
     pub fn snapshot(&self) -> StackSnapshot {
         debug_assert!(self.out.is_empty(), "snapshot between events, matches taken");
+        // Partitions given up are left out, the others renumbered in order
+        // (only `dirty` refers to them by number).
+        let mut renumbered = vec![u32::MAX; self.parts.len()];
+        let mut parts = Vec::with_capacity(self.idle.in_use(self.parts.len()));
+        for (pid, part) in self.parts.iter().enumerate().filter(|&(pid, _)| self.in_use(pid)) {
+            renumbered[pid] = parts.len() as u32;
+            parts.push(part.clone());
+        }
         StackSnapshot {
-            parts: self.parts.clone(),
+            parts,
             watermark: self.watermark,
             seq: self.seq,
             due: self.due,
             events_since_batch: self.events_since_batch,
-            dirty: self.dirty.clone(),
+            dirty: self.dirty.iter().map(|&pid| renumbered[pid as usize]).collect(),
             stats: self.stats,
         }
     }
@@ -558,6 +583,7 @@ impl<E: StreamEvent> StackEngine<E> {
             index.insert(p.key, pid as u32);
         }
         self.index = index;
+        self.idle.restored(snap.parts.len());
         self.parts = snap.parts;
         self.watermark = snap.watermark;
         self.seq = snap.seq;
@@ -697,22 +723,19 @@ impl<E: StreamEvent> StackEngine<E> {
             return Err(LateEvent { ts, watermark: self.watermark });
         }
         self.advance_out(ts, out);
+        if self.idle.due(self.parts.len()) {
+            self.drop_idle_partitions();
+        }
         let row = e.row().unwrap_or(self.seq);
         self.seq += 1;
         self.stats.events += 1;
-        let prog = &self.prog;
-        let key = crate::engine::partition_key(prog, e);
-        let n = prog.elements.len();
+        let key = crate::engine::partition_key(&self.prog, e);
         let pid = match self.index.get(&key) {
             Some(p) => p,
-            None => {
-                let p = self.parts.len() as u32;
-                let stacks = (0..n).map(|_| Stack::default()).collect();
-                self.parts.push(Part { key, next_pos: 0, stacks, pending: Vec::new() });
-                self.index.insert(key, p);
-                p
-            }
+            None => self.new_partition(key),
         };
+        let prog = &self.prog;
+        let n = prog.elements.len();
         let part = &mut self.parts[pid as usize];
         let pos = part.next_pos;
         part.next_pos += 1;
@@ -782,6 +805,64 @@ impl<E: StreamEvent> StackEngine<E> {
             self.build_batches(out);
         }
         Ok(())
+    }
+
+    /// A partition for `key`, which has none: a given-up one reused (its
+    /// stacks emptied when it was given up), or a new one.
+    #[inline(never)]
+    fn new_partition(&mut self, key: Value) -> u32 {
+        let p = match self.idle.reuse() {
+            Some(p) => {
+                self.parts[p as usize].key = key;
+                p
+            }
+            None => {
+                let stacks = (0..self.prog.elements.len()).map(|_| Stack::default()).collect();
+                self.parts.push(Part { key, next_pos: 0, stacks, pending: Vec::new() });
+                (self.parts.len() - 1) as u32
+            }
+        };
+        self.index.insert(key, p);
+        p
+    }
+
+    /// Gives up every partition that nothing a later event of its key
+    /// could use: no accepting entry waits for its batch, and once the
+    /// window is applied at the watermark, no stack but the last holds an
+    /// entry (the last stack's entries are never a predecessor). So a
+    /// stream of ever new keys keeps memory in proportion to the keys
+    /// within a window of their last accepted event, not to all keys seen.
+    /// A key that comes back gets a fresh partition, as its first event
+    /// would: positions in a partition only order its own entries. (A
+    /// query without a window, or with a window in events, gives up only
+    /// partitions whose first stacks are empty: its entries wait for the
+    /// key's next events however long it takes.) Called before an event
+    /// when the partitions in use have doubled since the last call
+    /// ([`IdleParts`]), so it costs O(1) amortised per partition created.
+    fn drop_idle_partitions(&mut self) {
+        let n = self.prog.elements.len();
+        for pid in 0..self.parts.len() {
+            if !self.in_use(pid) || !self.parts[pid].pending.is_empty() {
+                continue;
+            }
+            let part = &mut self.parts[pid];
+            // What the key's next event would expire (its ts is at least
+            // the watermark, its position `next_pos`).
+            expire(part, self.prog.window, self.watermark, part.next_pos, self.width);
+            if part.stacks[..n - 1].iter().any(|s| s.live() > 0) {
+                continue;
+            }
+            part.stacks.iter_mut().for_each(Stack::clear);
+            part.next_pos = 0;
+            self.index.remove(&part.key);
+            self.idle.give_up(pid as u32);
+        }
+        self.idle.looked(self.parts.len());
+    }
+
+    /// Whether partition `pid` is not given up (its key still maps to it).
+    fn in_use(&self, pid: usize) -> bool {
+        self.index.get(&self.parts[pid].key) == Some(pid as u32)
     }
 
     /// Whether the batch that began earlier is due at watermark `wm`.
