@@ -602,6 +602,15 @@ impl<E: StreamEvent> Engine<E> {
         self.callback = Some(Box::new(f));
     }
 
+    /// Gives up idle partitions (see the crate's README, "Memory per
+    /// engine") only once at least `n` partitions are in use (default
+    /// [`FIRST_LOOK`](crate::idle::FIRST_LOOK), 16,384): fewer keys keep
+    /// their partitions however idle, so keys that come back after their
+    /// window do not remake theirs.
+    pub fn set_first_idle_look(&mut self, n: usize) {
+        self.idle.set_first_look(n);
+    }
+
     /// Bounds the partial matches (runs) of each key to `cap`, so that a
     /// hostile stream cannot exhaust memory: when an event leaves a key
     /// with more, the oldest created are dropped (counted in

@@ -482,6 +482,15 @@ impl<E: StreamEvent> StackEngine<E> {
         self.callback = callback;
     }
 
+    /// Gives up idle partitions (see the crate's README, "Memory per
+    /// engine") only once at least `n` partitions are in use (default
+    /// [`FIRST_LOOK`](crate::idle::FIRST_LOOK), 16,384): fewer keys keep
+    /// their partitions however idle, so keys that come back after their
+    /// window do not remake theirs.
+    pub fn set_first_idle_look(&mut self, n: usize) {
+        self.idle.set_first_look(n);
+    }
+
     /// Bounds each element's stack to `cap` entries per key: when one
     /// holds more, entries of events more than `cap` of the key's events
     /// ago are dropped, oldest first (counted in

@@ -18,7 +18,7 @@ use cep_nfa::reference::{self, RefMatch};
 use cep_nfa::stack::{Construction, StackEngine, qualifies};
 use cep_nfa::syntax::parse;
 use proptest::prelude::*;
-use support::{run_engine, to_ref, xorshift};
+use support::{to_ref, xorshift};
 
 /// Events over a few thousand keys (ints, strings and NULL), each key
 /// busy for a while and then quiet, so that its partition goes idle while
@@ -55,6 +55,40 @@ const QUERIES: [&str; 5] = [
     "PATTERN SEQ(A x, B y) WHERE strict-contiguity AND [k] AND y.v < x.v",
 ];
 
+/// Partitions in use from which the engines here look for idle ones (the
+/// default, [`cep_nfa::idle::FIRST_LOOK`], is more than these streams have
+/// keys): small, so that they look many times.
+const FIRST_LOOK: usize = 64;
+
+/// A run engine for `prog` that looks for idle partitions from
+/// [`FIRST_LOOK`] on.
+fn run_engine_for(prog: cep_nfa::program::Program<Event>) -> Engine<Event> {
+    let mut engine = Engine::new(prog);
+    engine.set_first_idle_look(FIRST_LOOK);
+    engine
+}
+
+/// A stack engine for `prog` that looks for idle partitions from
+/// [`FIRST_LOOK`] on.
+fn stack_engine_for(prog: cep_nfa::program::Program<Event>, how: Construction) -> StackEngine<Event> {
+    let mut engine = StackEngine::new(prog, how).expect("qualifies");
+    engine.set_first_idle_look(FIRST_LOOK);
+    engine
+}
+
+/// The run engine over `events` with `push`, then the end of the input.
+fn run_engine(prog: cep_nfa::program::Program<Event>, events: &[Event]) -> Vec<RefMatch> {
+    let mut engine = run_engine_for(prog);
+    let mut got = Vec::new();
+    for e in events {
+        engine.push(e).expect("in order");
+        got.extend(engine.drain().map(to_ref));
+    }
+    engine.finish();
+    got.extend(engine.drain().map(to_ref));
+    got
+}
+
 /// The run engine over `events` with `push_batch` in slices of `slice`,
 /// taking a snapshot after `snapshot_at` events and going on in a fresh
 /// engine restored from it.
@@ -64,14 +98,14 @@ fn run_batched(
     slice: usize,
     snapshot_at: usize,
 ) -> (Vec<RefMatch>, usize) {
-    let mut engine = Engine::new(prog());
+    let mut engine = run_engine_for(prog());
     let mut got = Vec::new();
     for (i, chunk) in events.chunks(slice).enumerate() {
         engine.push_batch(chunk).expect("in order");
         got.extend(engine.drain().map(to_ref));
         if (i + 1) * slice == snapshot_at {
             let saved = engine.snapshot();
-            engine = Engine::new(prog());
+            engine = run_engine_for(prog());
             engine.restore(saved).expect("fits");
         }
     }
@@ -90,7 +124,7 @@ fn idle_partitions_are_given_up_and_matches_stay_the_references() {
             || compile_file(&file, &mut schema.clone(), &Options::default()).expect("compiles").programs.remove(0);
         let want = reference::run(&file.statements[0], &events, &schema, TimeUnit::Millis);
         assert!(want.len() >= 20, "{query}: only {} matches", want.len());
-        assert_eq!(run_engine(prog(), &events).expect("in order"), want, "{query}: push");
+        assert_eq!(run_engine(prog(), &events), want, "{query}: push");
         let (got, partitions) = run_batched(prog, &events, 8, 16_000);
         assert_eq!(got, want, "{query}: push_batch and a snapshot");
         // 6,000 int keys, 6,000 string keys and NULL were seen; at the end
@@ -153,13 +187,13 @@ fn run_stack(
     events: &[Event],
     snapshot_at: usize,
 ) -> (Vec<RefMatch>, usize, bool) {
-    let mut engine = StackEngine::new(prog(), how).expect("qualifies");
+    let mut engine = stack_engine_for(prog(), how);
     let mut got = Vec::new();
     let mut saved = false;
     for (i, e) in events.iter().enumerate() {
         if i >= snapshot_at && !saved && (how != Construction::Batch || engine.stats().pending > 0) {
             let snap = engine.snapshot();
-            engine = StackEngine::new(prog(), how).expect("qualifies");
+            engine = stack_engine_for(prog(), how);
             engine.restore(snap).expect("fits");
             saved = true;
         }
@@ -215,6 +249,7 @@ fn stack_snapshot_renumbers_partitions_with_waiting_entries() {
         Event::new(Sym::new(ty), ts, ts as u64, fields)
     };
     let mut engine = StackEngine::new(prog(), Construction::Batch).unwrap();
+    engine.set_first_idle_look(1_024);
     // 1,023 keys whose events nothing accepts, then key 5,000's A.
     for key in 0..1_023 {
         engine.push(&event("C", 0, key)).unwrap();
@@ -234,7 +269,7 @@ fn stack_snapshot_renumbers_partitions_with_waiting_entries() {
 /// A stream in `support`'s terms (types A–D, fields `k`, `x`, `y`) over
 /// 1,200 keys drawn at random, so each key comes back now and then, and
 /// time moving slowly (one gap of 1–3 in fifty, the rest 0: a window of 8
-/// spans some 200 events). More than [`cep_nfa::idle::MIN_DROP`] partitions
+/// spans some 200 events). More than [`FIRST_LOOK`] partitions
 /// are made, so the engines look for idle ones among many keys with
 /// something in flight, give up those with nothing, and reuse them for keys
 /// that come back. (No NULL key: its partition would hold a tenth of the
@@ -262,7 +297,7 @@ fn check_many_keys(query: &str, seed: u64) -> Result<(), TestCaseError> {
     let file = parse(query).map_err(|d| TestCaseError::fail(d.render(query, "q")))?;
     let prog = || compile_file(&file, &mut schema.clone(), &Options::default()).expect("compiles").programs.remove(0);
     let want = reference::run(&file.statements[0], &events, &schema, TimeUnit::Millis);
-    prop_assert_eq!(run_engine(prog(), &events).expect("in order"), want.clone(), "push: {}", query);
+    prop_assert_eq!(run_engine(prog(), &events), want.clone(), "push: {}", query);
     let (got, _) = run_batched(prog, &events, 8, 2_400);
     prop_assert_eq!(got, want.clone(), "push_batch and a snapshot: {}", query);
     if qualifies(&prog()).is_ok() {
@@ -297,4 +332,25 @@ proptest! {
     fn contiguity_over_returning_keys(query in partitioned("strict-contiguity"), seed in any::<u64>()) {
         check_many_keys(&query, seed)?;
     }
+}
+
+/// By default an engine looks for idle partitions only from
+/// [`cep_nfa::idle::FIRST_LOOK`] partitions on: the 12,001 keys of this
+/// stream all keep theirs, so none that comes back remakes it.
+#[test]
+fn fewer_keys_than_the_first_look_keep_their_partitions() {
+    let mut schema = Schema::new();
+    let events = stream(&mut schema, 30_000);
+    let k = schema.lookup("k").expect("k");
+    let keys = events.iter().map(|e| e.get(k)).collect::<std::collections::HashSet<Value>>().len();
+    assert!(keys < cep_nfa::idle::FIRST_LOOK);
+    let file = parse(STACK_QUERIES[0]).expect("parses");
+    let prog = || compile_file(&file, &mut schema.clone(), &Options::default()).expect("compiles").programs.remove(0);
+    let mut run = Engine::new(prog());
+    let mut stack = StackEngine::new(prog(), Construction::Direct).expect("qualifies");
+    for e in &events {
+        run.push(e).expect("in order");
+        stack.push(e).expect("in order");
+    }
+    assert_eq!((run.stats().partitions, stack.stats().partitions), (keys, keys));
 }
