@@ -36,7 +36,7 @@ use cep_core::{Event, Match, Timestamp, Value};
 use cep_time::wheel::{TimerId, TimerWheel};
 
 use crate::buffer::{Buffer, NIL, Node, NodeId};
-use crate::idle::IdleParts;
+use crate::idle::{self, IdleParts};
 use crate::program::{FrameSlot, Program, RegOp, RegUpdate, Selection, SharedFramePred, SkipTo, Strategy, Window};
 
 /// What the engine needs from an event besides the program's closures.
@@ -910,8 +910,9 @@ impl<E: StreamEvent> Engine<E> {
     /// A key that comes back gets a fresh partition, as its first event
     /// would: positions within a partition only order its own partial
     /// matches. Called before an event when the partitions in use have
-    /// doubled since the last call ([`IdleParts`]), so it costs O(1)
-    /// amortised per partition created.
+    /// doubled since the last call, and are at least the first look's
+    /// count ([`IdleParts`]), so it costs O(1) amortised per partition
+    /// created.
     fn drop_idle_partitions(&mut self) {
         debug_assert!(self.done.is_empty(), "between events");
         for pid in 0..self.parts.len() {
@@ -939,9 +940,9 @@ impl<E: StreamEvent> Engine<E> {
         }
     }
 
-    /// Whether partition `pid` is not given up (its key still maps to it).
+    /// Whether partition `pid` is not given up ([`idle::in_use`]).
     fn in_use(&self, pid: usize) -> bool {
-        self.index.get(&self.parts[pid].key) == Some(pid as u32)
+        idle::in_use(&self.index, &self.parts[pid].key, pid)
     }
 
     /// Runs the type tests for `e` into `acc` / `neg_acc`; returns whether

@@ -49,6 +49,16 @@
 //! assert!(idle.due(2 * 998));
 //! ```
 
+use cep_core::Value;
+use cep_core::keys::KeyIndex;
+
+/// Whether partition `pid`, last given to `key`, is in use: not given up,
+/// which is when the engine's key index still maps its key to it.
+#[inline]
+pub(crate) fn in_use(index: &KeyIndex, key: &Value, pid: usize) -> bool {
+    index.get(key) == Some(pid as u32)
+}
+
 /// Partitions in use before idle ones are first looked for, by default.
 pub const FIRST_LOOK: usize = 16_384;
 

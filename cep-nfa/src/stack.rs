@@ -31,7 +31,7 @@ use cep_core::keys::KeyIndex;
 use cep_core::{Match, Timestamp, Value};
 
 use crate::engine::{LateEvent, StreamEvent};
-use crate::idle::IdleParts;
+use crate::idle::{self, IdleParts};
 use crate::program::{FrameSlot, Program, SharedFramePred, Strategy, Window};
 use crate::syntax::ast::{Quant, Selection};
 
@@ -846,8 +846,9 @@ impl<E: StreamEvent> StackEngine<E> {
     /// query without a window, or with a window in events, gives up only
     /// partitions whose first stacks are empty: its entries wait for the
     /// key's next events however long it takes.) Called before an event
-    /// when the partitions in use have doubled since the last call
-    /// ([`IdleParts`]), so it costs O(1) amortised per partition created.
+    /// when the partitions in use have doubled since the last call, and
+    /// are at least the first look's count ([`IdleParts`]), so it costs
+    /// O(1) amortised per partition created.
     fn drop_idle_partitions(&mut self) {
         let n = self.prog.elements.len();
         for pid in 0..self.parts.len() {
@@ -869,9 +870,9 @@ impl<E: StreamEvent> StackEngine<E> {
         self.idle.looked(self.parts.len());
     }
 
-    /// Whether partition `pid` is not given up (its key still maps to it).
+    /// Whether partition `pid` is not given up ([`idle::in_use`]).
     fn in_use(&self, pid: usize) -> bool {
-        self.index.get(&self.parts[pid].key) == Some(pid as u32)
+        idle::in_use(&self.index, &self.parts[pid].key, pid)
     }
 
     /// Whether the batch that began earlier is due at watermark `wm`.

@@ -14,11 +14,12 @@ mod support;
 use cep_core::{Event, Schema, Sym, TimeUnit, Value};
 use cep_nfa::compile::{Options, compile_file};
 use cep_nfa::engine::Engine;
+use cep_nfa::program::Program;
 use cep_nfa::reference::{self, RefMatch};
 use cep_nfa::stack::{Construction, StackEngine, qualifies};
-use cep_nfa::syntax::parse;
+use cep_nfa::syntax::{ast::File, parse};
 use proptest::prelude::*;
-use support::{to_ref, xorshift};
+use support::{run_engine_with, sorted, to_ref, xorshift};
 
 /// Events over a few thousand keys (ints, strings and NULL), each key
 /// busy for a while and then quiet, so that its partition goes idle while
@@ -62,7 +63,7 @@ const FIRST_LOOK: usize = 64;
 
 /// A run engine for `prog` that looks for idle partitions from
 /// [`FIRST_LOOK`] on.
-fn run_engine_for(prog: cep_nfa::program::Program<Event>) -> Engine<Event> {
+fn run_engine_for(prog: Program<Event>) -> Engine<Event> {
     let mut engine = Engine::new(prog);
     engine.set_first_idle_look(FIRST_LOOK);
     engine
@@ -70,30 +71,27 @@ fn run_engine_for(prog: cep_nfa::program::Program<Event>) -> Engine<Event> {
 
 /// A stack engine for `prog` that looks for idle partitions from
 /// [`FIRST_LOOK`] on.
-fn stack_engine_for(prog: cep_nfa::program::Program<Event>, how: Construction) -> StackEngine<Event> {
+fn stack_engine_for(prog: Program<Event>, how: Construction) -> StackEngine<Event> {
     let mut engine = StackEngine::new(prog, how).expect("qualifies");
     engine.set_first_idle_look(FIRST_LOOK);
     engine
 }
 
 /// The run engine over `events` with `push`, then the end of the input.
-fn run_engine(prog: cep_nfa::program::Program<Event>, events: &[Event]) -> Vec<RefMatch> {
-    let mut engine = run_engine_for(prog);
-    let mut got = Vec::new();
-    for e in events {
-        engine.push(e).expect("in order");
-        got.extend(engine.drain().map(to_ref));
-    }
-    engine.finish();
-    got.extend(engine.drain().map(to_ref));
-    got
+fn run_engine(prog: Program<Event>, events: &[Event]) -> Vec<RefMatch> {
+    run_engine_with(run_engine_for(prog), events).expect("in order")
+}
+
+/// The first statement of `file`, compiled against a copy of `schema`.
+fn program(file: &File, schema: &Schema) -> Program<Event> {
+    compile_file(file, &mut schema.clone(), &Options::default()).expect("compiles").programs.remove(0)
 }
 
 /// The run engine over `events` with `push_batch` in slices of `slice`,
 /// taking a snapshot after `snapshot_at` events and going on in a fresh
 /// engine restored from it.
 fn run_batched(
-    prog: impl Fn() -> cep_nfa::program::Program<Event>,
+    prog: impl Fn() -> Program<Event>,
     events: &[Event],
     slice: usize,
     snapshot_at: usize,
@@ -120,8 +118,7 @@ fn idle_partitions_are_given_up_and_matches_stay_the_references() {
     let events = stream(&mut schema, 30_000);
     for query in QUERIES {
         let file = parse(query).expect("parses");
-        let prog =
-            || compile_file(&file, &mut schema.clone(), &Options::default()).expect("compiles").programs.remove(0);
+        let prog = || program(&file, &schema);
         let want = reference::run(&file.statements[0], &events, &schema, TimeUnit::Millis);
         assert!(want.len() >= 20, "{query}: only {} matches", want.len());
         assert_eq!(run_engine(prog(), &events), want, "{query}: push");
@@ -142,7 +139,7 @@ fn partitions_with_prev_history_are_kept() {
     let events = stream(&mut schema, 20_000);
     let query = "PATTERN SEQ(A x, B y) WHERE [k] AND x.v > PREV(x.v) AND y.v > x.v WITHIN 40";
     let file = parse(query).expect("parses");
-    let prog = compile_file(&file, &mut schema.clone(), &Options::default()).expect("compiles").programs.remove(0);
+    let prog = program(&file, &schema);
     let want = reference::run(&file.statements[0], &events, &schema, TimeUnit::Millis);
     let mut engine = Engine::new(prog);
     let mut got = Vec::new();
@@ -170,19 +167,13 @@ const STACK_QUERIES: [&str; 5] = [
     "PATTERN SEQ(A x, B y) WHERE skip-till-any-match AND [k] AND y.v = x.v + 7",
 ];
 
-/// Matches in one order, whatever order an engine emitted them in.
-fn sorted(mut v: Vec<RefMatch>) -> Vec<RefMatch> {
-    v.sort_by(|a, b| (a.end, &a.vars, a.key.to_string()).cmp(&(b.end, &b.vars, b.key.to_string())));
-    v
-}
-
 /// The stack engine over `events`, building matches `how`, taking a
 /// snapshot after `snapshot_at` events (in batch mode, at the first event
 /// from there on with accepting entries waiting) and going on in a fresh
 /// engine restored from it; the matches, the partitions in use at the
 /// end, and whether a snapshot was taken.
 fn run_stack(
-    prog: impl Fn() -> cep_nfa::program::Program<Event>,
+    prog: impl Fn() -> Program<Event>,
     how: Construction,
     events: &[Event],
     snapshot_at: usize,
@@ -212,8 +203,7 @@ fn stack_engine_gives_up_idle_partitions_and_matches_stay_the_references() {
     let events = stream(&mut schema, 30_000);
     for query in STACK_QUERIES {
         let file = parse(query).expect("parses");
-        let prog =
-            || compile_file(&file, &mut schema.clone(), &Options::default()).expect("compiles").programs.remove(0);
+        let prog = || program(&file, &schema);
         assert_eq!(qualifies(&prog()), Ok(()), "{query}");
         let want = sorted(reference::run(&file.statements[0], &events, &schema, TimeUnit::Millis));
         assert!(want.len() >= 20, "{query}: only {} matches", want.len());
@@ -241,8 +231,8 @@ fn stack_snapshot_renumbers_partitions_with_waiting_entries() {
     let mut schema = Schema::new();
     let k = schema.field("k");
     let query = "PATTERN SEQ(A x, B y) WHERE skip-till-any-match AND [k] WITHIN 10";
-    let prog =
-        || compile_file(&parse(query).unwrap(), &mut schema.clone(), &Options::default()).unwrap().programs.remove(0);
+    let file = parse(query).unwrap();
+    let prog = || program(&file, &schema);
     let event = |ty: &str, ts: i64, key: i64| {
         let mut fields = vec![Value::Null; 1];
         fields[k as usize] = Value::Int(key);
@@ -295,7 +285,7 @@ fn returning_keys_stream(seed: u64, n: usize) -> (Vec<Event>, Schema) {
 fn check_many_keys(query: &str, seed: u64) -> Result<(), TestCaseError> {
     let (events, schema) = returning_keys_stream(seed, 4_000);
     let file = parse(query).map_err(|d| TestCaseError::fail(d.render(query, "q")))?;
-    let prog = || compile_file(&file, &mut schema.clone(), &Options::default()).expect("compiles").programs.remove(0);
+    let prog = || program(&file, &schema);
     let want = reference::run(&file.statements[0], &events, &schema, TimeUnit::Millis);
     prop_assert_eq!(run_engine(prog(), &events), want.clone(), "push: {}", query);
     let (got, _) = run_batched(prog, &events, 8, 2_400);
@@ -345,7 +335,7 @@ fn fewer_keys_than_the_first_look_keep_their_partitions() {
     let keys = events.iter().map(|e| e.get(k)).collect::<std::collections::HashSet<Value>>().len();
     assert!(keys < cep_nfa::idle::FIRST_LOOK);
     let file = parse(STACK_QUERIES[0]).expect("parses");
-    let prog = || compile_file(&file, &mut schema.clone(), &Options::default()).expect("compiles").programs.remove(0);
+    let prog = || program(&file, &schema);
     let mut run = Engine::new(prog());
     let mut stack = StackEngine::new(prog(), Construction::Direct).expect("qualifies");
     for e in &events {

@@ -28,7 +28,7 @@
 mod corpus_check;
 mod support;
 
-use support::to_ref;
+use support::{sorted, to_ref};
 
 use std::ops::ControlFlow;
 use std::sync::OnceLock;
@@ -475,11 +475,6 @@ fn build_events(start: i64, specs: &[EventSpec], types: &[String], fields: usize
         })
         .collect();
     (events, advances)
-}
-
-fn sorted(mut v: Vec<RefMatch>) -> Vec<RefMatch> {
-    v.sort_by(|a, b| (a.end, a.start, &a.vars, a.key.to_string()).cmp(&(b.end, b.start, &b.vars, b.key.to_string())));
-    v
 }
 
 /// A bound on the state of the engines over the long stream, so that a

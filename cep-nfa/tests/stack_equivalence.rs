@@ -7,7 +7,7 @@
 
 mod support;
 
-use support::to_ref;
+use support::{sorted, to_ref};
 
 use cep_core::{Event, Schema, TimeUnit};
 use cep_nfa::compile::{Options, compile_file};
@@ -70,11 +70,6 @@ fn run_stack(prog: cep_nfa::program::Program<Event>, how: Construction, events: 
     engine.finish();
     got.extend(engine.drain().map(to_ref));
     got
-}
-
-fn sorted(mut v: Vec<RefMatch>) -> Vec<RefMatch> {
-    v.sort_by(|a, b| (a.end, &a.vars, a.key.to_string()).cmp(&(b.end, &b.vars, b.key.to_string())));
-    v
 }
 
 fn check(query: &str, events: &[Event], schema: &Schema, with_reference: bool) -> Result<(), TestCaseError> {

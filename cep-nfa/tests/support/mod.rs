@@ -35,7 +35,11 @@ pub fn to_ref(m: Match) -> RefMatch {
 /// every match in emission order, in the reference matcher's terms (an
 /// event the engine refuses, as late, is the error).
 pub fn run_engine(prog: cep_nfa::program::Program<Event>, events: &[Event]) -> Result<Vec<RefMatch>, String> {
-    let mut engine = cep_nfa::engine::Engine::new(prog);
+    run_engine_with(cep_nfa::engine::Engine::new(prog), events)
+}
+
+/// [`run_engine`] on an engine set up by the caller.
+pub fn run_engine_with(mut engine: cep_nfa::engine::Engine<Event>, events: &[Event]) -> Result<Vec<RefMatch>, String> {
     let mut got = Vec::new();
     for e in events {
         engine.push(e).map_err(|l| l.to_string())?;
@@ -44,6 +48,13 @@ pub fn run_engine(prog: cep_nfa::program::Program<Event>, events: &[Event]) -> R
     engine.finish();
     got.extend(engine.drain().map(to_ref));
     Ok(got)
+}
+
+/// Matches in one order (by end, start, rows and key), whatever order an
+/// engine emitted them in: to compare engines as multisets.
+pub fn sorted(mut v: Vec<RefMatch>) -> Vec<RefMatch> {
+    v.sort_by(|a, b| (a.end, a.start, &a.vars, a.key.to_string()).cmp(&(b.end, b.start, &b.vars, b.key.to_string())));
+    v
 }
 
 /// The rise / spike / quiet query of LANGUAGE.md §7, word for word.
