@@ -457,6 +457,34 @@ fn trailing_negation_of_a_type_not_in_the_input() {
     assert_eq!(match_lines(&o), want, "{o:#?}");
 }
 
+/// Kinds seen in the read-ahead are no rule of the input: `b.v > a.v` with
+/// `v` a string in every `B` row of the first 5,000 is a warning, not an
+/// error, and the `B` row with an int past them matches, from a file, from
+/// stdin and under `cep check` alike.
+#[test]
+fn kinds_seen_in_the_read_ahead_are_not_errors() {
+    let d = scratch("kinds-seen");
+    let q = d.write("k.cep", "PATTERN SEQ(A a, B b) WHERE b.v > a.v");
+    let mut csv = String::from("ts,type,v\n0,A,1\n");
+    for i in 1..=5_000 {
+        csv.push_str(&format!("{i},B,x\n"));
+    }
+    csv.push_str("5001,B,9\n");
+    let e = d.write("k.csv", &csv);
+    let want =
+        vec![serde_json::json!({"query": "q1", "key": null, "start": 0, "end": 5001, "vars": {"a": [0], "b": [5001]}})];
+    let o = run(&q, &e, &[]);
+    assert_eq!(o.code, Some(0), "{o:#?}");
+    assert_eq!(match_lines(&o), want, "{o:#?}");
+    let prefix = format!("warning: {q}:1:29: comparing a string with an int is always false");
+    assert!(o.stderr.lines().any(|l| l == prefix), "no `{prefix}` in {o:#?}");
+    let o = run_stdin(&q, &csv, &[]);
+    assert_eq!(o.code, Some(0), "{o:#?}");
+    assert_eq!(match_lines(&o), want, "{o:#?}");
+    let o = Output::of(Command::new(CEP).args(["check", "--query", &q, "--events", &e]).output().unwrap(), "check");
+    assert_eq!(o.code, Some(0), "{o:#?}");
+}
+
 /// A field that is empty in every row is NULL, not an error: `NOT a.v > 1`
 /// holds for each event (LANGUAGE.md: `NOT` of a comparison with NULL is
 /// true), with a warning that the field never appears.

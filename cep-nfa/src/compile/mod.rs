@@ -88,10 +88,8 @@ pub fn compile_file(file: &ast::File, schema: &mut Schema, opts: &Options) -> Re
             errors.push(Diagnostic::error(span, format!("a query named `{name}` is already defined")));
         }
         names.insert(name.clone(), st.span);
-        let mut c = StatementCompiler::new(st, file, name, schema, opts);
-        let program = c.run();
-        fields.append(&mut c.fields);
-        for d in c.diags {
+        let (program, diags) = compile_statement(st, file, name, schema, opts, &mut fields);
+        for d in diags {
             if d.is_error() { errors.push(d) } else { warnings.push(d) }
         }
         if let Some(p) = program {
@@ -106,6 +104,57 @@ pub fn compile_file(file: &ast::File, schema: &mut Schema, opts: &Options) -> Re
         errors.extend(warnings);
         Err(Diagnostics(errors))
     }
+}
+
+/// Compiles one statement, appending the fields it reads to `fields`.
+///
+/// A field's kinds in the schema are those seen in the input so far (a
+/// reader's look ahead, or the events of a run), not a rule of the input's
+/// form: a CSV cell or a JSON value of any kind may come later. So a type
+/// error that holds only for the kinds seen (`b.v > a.v` with `v` seen as a
+/// string in `B` events and as an int in `A` events) is a warning: the
+/// statement is compiled again with every field open to any kind, and only
+/// the errors of that compilation stand. What is an error then does not
+/// depend on how much of the input was looked at.
+fn compile_statement(
+    st: &Statement,
+    file: &ast::File,
+    name: String,
+    schema: &mut Schema,
+    opts: &Options,
+    fields: &mut Vec<FieldId>,
+) -> (Option<Program<Event>>, Vec<Diagnostic>) {
+    let mut c = StatementCompiler::new(st, file, name.clone(), schema, opts);
+    let program = c.run();
+    if !c.has_errors() {
+        fields.append(&mut c.fields);
+        return (program, c.diags);
+    }
+    let seen = std::mem::take(&mut c.diags);
+    let mut c = StatementCompiler::new(st, file, name, schema, opts);
+    c.seen_kinds = false;
+    let program = c.run();
+    fields.append(&mut c.fields);
+    let mut diags = c.diags;
+    let stands = |d: &Diagnostic| diags.iter().any(|e| e.is_error() && e.span == d.span && e.message == d.message);
+    let guessed: Vec<Diagnostic> = seen
+        .into_iter()
+        .filter(|d| d.is_error() && !stands(d))
+        .map(|d| Diagnostic {
+            severity: crate::diag::Severity::Warning,
+            notes: {
+                let mut notes = d.notes;
+                notes.push(
+                    "these kinds are the ones seen in the input so far; a value of another kind is matched as usual"
+                        .to_owned(),
+                );
+                notes
+            },
+            ..d
+        })
+        .collect();
+    diags.extend(guessed);
+    (program, diags)
 }
 
 /// The name of the `i`-th (0-based) statement: its `QUERY` name or `q<i+1>`.
@@ -178,6 +227,9 @@ struct StatementCompiler<'a> {
     updates: Vec<Vec<RegUpdate>>,
     /// Every field resolved (see [`Compiled::fields`]).
     fields: Vec<FieldId>,
+    /// Whether a field's type is taken from the kinds the schema has seen
+    /// (`false`: every field may hold any kind). See [`compile_statement`].
+    seen_kinds: bool,
 }
 
 impl<'a> StatementCompiler<'a> {
@@ -195,6 +247,7 @@ impl<'a> StatementCompiler<'a> {
             regs: Vec::new(),
             updates: Vec::new(),
             fields: Vec::new(),
+            seen_kinds: true,
         }
     }
 
@@ -619,6 +672,7 @@ impl<'a> StatementCompiler<'a> {
         match key {
             SlotKey::Ts | SlotKey::PrevTs(_) => Ty::Int,
             SlotKey::Type => Ty::Str,
+            SlotKey::Field(_) | SlotKey::Prev(..) if !self.seen_kinds => Ty::Any,
             SlotKey::Field(f) | SlotKey::Prev(f, _) => {
                 let k = self.kinds(f, types);
                 if k.is_empty() {
