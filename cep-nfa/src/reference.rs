@@ -57,8 +57,8 @@
 //!
 //! # Small decisions the texts leave open
 //!
-//! - `i64::MIN % -1` overflows (Rust's `checked_rem`) and gives NULL, like
-//!   `i64::MIN / -1`.
+//! - `i64::MIN % -1` is 0 (the remainder fits, though `i64::MIN / -1`
+//!   overflows and gives NULL; Rust's `checked_rem` would say NULL).
 //! - `sum` is a float sum of every numeric value as soon as one of them is a
 //!   float, otherwise an int sum that is NULL if it overflows anywhere.
 //! - Emission moments are ordered as `(ts, 0, global index)` for the
@@ -743,6 +743,8 @@ fn arith(op: BinOp, a: Value, b: Value) -> Value {
             BinOp::Sub => x.checked_sub(y),
             BinOp::Mul => x.checked_mul(y),
             BinOp::Div => x.checked_div(y),
+            // `i64::MIN % -1` is 0, though `i64::MIN / -1` overflows.
+            BinOp::Rem if y == -1 => Some(0),
             BinOp::Rem => x.checked_rem(y),
             _ => None,
         };

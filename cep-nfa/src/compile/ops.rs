@@ -22,6 +22,8 @@ use crate::syntax::ast::BinOp;
 /// assert_eq!(arith(BinOp::Div, Value::Int(7), Value::Int(2)), Value::Int(3));
 /// assert_eq!(arith(BinOp::Div, Value::Int(7), Value::Int(0)), Value::Null);
 /// assert_eq!(arith(BinOp::Add, Value::Int(i64::MAX), Value::Int(1)), Value::Null);
+/// assert_eq!(arith(BinOp::Div, Value::Int(i64::MIN), Value::Int(-1)), Value::Null);
+/// assert_eq!(arith(BinOp::Rem, Value::Int(i64::MIN), Value::Int(-1)), Value::Int(0));
 /// assert_eq!(arith(BinOp::Mul, Value::Int(3), Value::Float(0.5)), Value::Float(1.5));
 /// ```
 #[inline(always)]
@@ -33,6 +35,8 @@ pub fn arith(op: BinOp, a: Value, b: Value) -> Value {
                 BinOp::Sub => x.checked_sub(y),
                 BinOp::Mul => x.checked_mul(y),
                 BinOp::Div => x.checked_div(y),
+                // `i64::MIN % -1` is 0, though `i64::MIN / -1` overflows.
+                BinOp::Rem if y == -1 => Some(0),
                 BinOp::Rem => x.checked_rem(y),
                 _ => None,
             };
