@@ -140,6 +140,18 @@ impl<E: StreamEvent> QueryEngine<E> {
         }
     }
 
+    /// Whether moving the watermark alone can make matches final: a trailing
+    /// `NOT`'s quiet period ending (the run engine), or a batch boundary
+    /// passing (the stack engine's batch construction). Otherwise matches
+    /// come out only as events are pushed, and at the end.
+    #[inline]
+    pub fn emits_on_advance(&self) -> bool {
+        match self {
+            QueryEngine::Run(x) => x.program().trailing.is_some(),
+            QueryEngine::Stack(x) => x.construction() == Construction::Batch,
+        }
+    }
+
     /// Processes one event (see [`Engine::push`]).
     #[inline]
     pub fn push(&mut self, e: &E) -> Result<(), LateEvent> {
@@ -165,6 +177,7 @@ impl<E: StreamEvent> QueryEngine<E> {
     }
 
     /// Moves the watermark (see [`Engine::advance`]).
+    #[inline]
     pub fn advance(&mut self, wm: Timestamp) {
         match self {
             QueryEngine::Run(x) => x.advance(wm),

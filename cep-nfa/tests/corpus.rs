@@ -2,8 +2,10 @@
 //! the library: `cep_core::Reader` → `compile` → one [`Engine`] per
 //! statement, as `cep run` does it.
 //!
-//! Every statement's engine sees every event in input order; after each event
-//! the engines are drained in statement order, and at the end each engine is
+//! Every statement's engine sees every event in input order; before each
+//! event every engine fires its deadlines before the event's `ts` and is
+//! drained, in statement order; after each event the engines are drained in
+//! statement order, and at the end each engine is
 //! finished and drained in statement order. Each match is formatted with
 //! `Match::write_json`, its `"id"` removed, and compared (as JSON) with the
 //! case's expected lines, in order. All cases run in one test that reports
@@ -53,6 +55,12 @@ fn run_case(case: &Case) -> Result<Vec<String>, String> {
         }
     };
     for ev in &events {
+        // Deadlines before the event fire in every statement before any
+        // statement runs the event.
+        for (i, engine) in engines.iter_mut().enumerate() {
+            engine.advance(ev.ts);
+            emit(i, engine, &mut out);
+        }
         for engine in engines.iter_mut() {
             engine.push(ev).map_err(|l| format!("row {}: {l}", ev.row))?;
         }

@@ -753,6 +753,9 @@ impl Runner {
         if self.forward {
             return Ok(sink.on_released(e)?);
         }
+        if self.engines.len() > 1 {
+            self.fire_before(e.ts, mask, sink)?;
+        }
         for (i, engine) in self.engines.iter_mut().enumerate() {
             if i < MASK_QUERIES && mask >> i & 1 == 0 {
                 continue;
@@ -764,6 +767,24 @@ impl Runner {
             return Ok(());
         }
         self.feed_levels(e, sink)
+    }
+
+    /// Fires every deadline before `ts` in the engines of `mask` and emits
+    /// what they make final, before any of them runs the event at `ts`: a
+    /// trailing `NOT`'s match whose quiet period ended before the event is
+    /// emitted before the matches the event completes, in every statement,
+    /// not only in its own (an engine fires its deadlines when it gets the
+    /// event, but the statements before it would already have emitted).
+    #[inline]
+    fn fire_before(&mut self, ts: Timestamp, mask: u64, sink: &mut impl Sink) -> Result<(), PushError> {
+        for (i, engine) in self.engines.iter_mut().enumerate() {
+            if (i < MASK_QUERIES && mask >> i & 1 == 0) || !engine.emits_on_advance() {
+                continue;
+            }
+            engine.advance(ts);
+            emit(i, engine, &self.infos, &mut self.summary, sink)?;
+        }
+        Ok(())
     }
 
     /// The level alerts' part of [`feed`](Self::feed) (out of line, so that

@@ -182,3 +182,37 @@ fn errors_reach_the_caller() {
     let e = Runtime::builder().threads(0).build(Output::Writer(Box::new(std::io::sink())));
     assert!(e.unwrap_err().contains("at least one thread"));
 }
+
+/// A trailing `NOT`'s quiet period that ended before an event is over
+/// before any statement runs that event: its match comes out before the
+/// matches the event completes, whatever the statements' order in the file,
+/// on one thread and on several (no partition: one shard), and before the
+/// level alerts the event fires.
+#[test]
+fn deadlines_before_an_event_fire_in_every_statement_first() {
+    for threads in [1, 2] {
+        let got = Arc::new(Mutex::new(Vec::new()));
+        let sink = got.clone();
+        let mut rt = Runtime::builder()
+            .query("QUERY now PATTERN C c; QUERY quiet PATTERN SEQ(A a, NOT B b WITHIN 1); QUERY later PATTERN C c")
+            .threads(threads)
+            .alerts([Alert::above("hi", Value::Null, "x", 5.0, 0.0)])
+            .build(Output::Lines(Box::new(move |l| sink.lock().unwrap().push(l.to_owned()))))
+            .unwrap();
+        let x = rt.schema().lookup("x").unwrap() as usize;
+        let ev = |ty: &str, ts: i64, v: i64| {
+            let mut fields = vec![Value::Null; x + 1];
+            fields[x] = Value::Int(v);
+            Event::new(Sym::new(ty), ts, ts as u64, fields)
+        };
+        rt.push_batch(&[ev("A", 0, 1), ev("C", 10, 9)]).unwrap();
+        rt.finish().unwrap();
+        let lines = got.lock().unwrap().clone();
+        let heads: Vec<&str> = lines.iter().map(|l| &l[..l.find(',').unwrap()]).collect();
+        assert_eq!(
+            heads,
+            [r#"{"query":"quiet""#, r#"{"query":"now""#, r#"{"query":"later""#, r#"{"level":"hi""#],
+            "{threads} threads: {lines:#?}"
+        );
+    }
+}
