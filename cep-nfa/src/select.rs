@@ -176,6 +176,15 @@ impl<E: StreamEvent> QueryEngine<E> {
         }
     }
 
+    /// The watermark: the largest of the events' `ts` and the watermarks
+    /// it was moved to.
+    pub fn watermark(&self) -> Timestamp {
+        match self {
+            QueryEngine::Run(x) => x.watermark(),
+            QueryEngine::Stack(x) => x.watermark(),
+        }
+    }
+
     /// Moves the watermark (see [`Engine::advance`]).
     #[inline]
     pub fn advance(&mut self, wm: Timestamp) {

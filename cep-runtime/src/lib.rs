@@ -967,6 +967,19 @@ impl Runner {
         self.reorder = snap.reorder.map(ReorderBuffer::from_snapshot);
         self.watermark = snap.watermark;
         self.summary = snap.summary;
+        // The engines next see an on-time event (at or after the watermark)
+        // or a held one: a saved state the runner wrote never has an engine
+        // past either. One that does (made by hand, or by another program)
+        // would have that event rejected as late by the engine.
+        let held = self.reorder.as_ref().and_then(ReorderBuffer::first_ts).unwrap_or(Timestamp::MAX);
+        let next = self.watermark().min(held);
+        if let Some(i) = self.engines.iter().position(|e| e.watermark() > next) {
+            return Err(format!(
+                "the saved state is inconsistent: query `{}` is at watermark {}, the input at {next}",
+                self.infos[i].name,
+                self.engines[i].watermark()
+            ));
+        }
         Ok(())
     }
 }
@@ -1027,4 +1040,39 @@ fn write_event_json(line: &mut String, e: &Event, names: &[String]) {
         cep_core::json::write_value(line, v);
     }
     line.push_str("}\n");
+}
+
+#[cfg(test)]
+mod tests {
+    use cep_core::{Schema, Sym};
+    use cep_nfa::compile::{Options, compile};
+
+    use super::*;
+
+    fn runner() -> Runner {
+        let q = "QUERY quiet PATTERN SEQ(A a, NOT B b WITHIN 10)";
+        Runner::new(compile(q, &mut Schema::new(), &Options::default()).unwrap().programs)
+    }
+
+    /// A saved state whose engine is ahead of the runner's watermark (not
+    /// one a runner writes: one made by hand) is refused by `restore`,
+    /// instead of the next on-time event being rejected as late by the
+    /// engine, which the runner treats as a broken invariant.
+    #[test]
+    fn restore_refuses_an_engine_ahead_of_the_runner() {
+        let mut ahead = runner();
+        let mut sink = |_: &QueryInfo, _: &Match| {};
+        ahead.push(&Event::new(Sym::new("A"), 100, 0, vec![]), &mut sink).unwrap();
+        let ahead = ahead.snapshot().unwrap();
+        let mut crafted = runner().snapshot().unwrap();
+        crafted.engines = ahead.engines.clone();
+        let err = runner().restore(crafted).unwrap_err();
+        assert_eq!(
+            err,
+            "the saved state is inconsistent: query `quiet` is at watermark 100, the input at -9223372036854775808"
+        );
+        let mut fine = runner();
+        fine.restore(ahead).unwrap();
+        fine.push(&Event::new(Sym::new("A"), 100, 1, vec![]), &mut sink).unwrap();
+    }
 }

@@ -193,6 +193,17 @@ impl<E> ReorderBuffer<E> {
         Some((held.ts, held.event))
     }
 
+    /// The `ts` of the next event to be released (the earliest held), if
+    /// any is held.
+    pub fn first_ts(&self) -> Option<Timestamp> {
+        let run = self.run.front().map(|h| h.ts);
+        let heap = self.heap.peek().map(|h| h.ts);
+        match (run, heap) {
+            (Some(a), Some(b)) => Some(a.min(b)),
+            (a, b) => a.or(b),
+        }
+    }
+
     /// Passes every event at or behind the watermark to `out`, in order.
     pub fn release(&mut self, out: &mut impl FnMut(Timestamp, E)) {
         while let Some((ts, event)) = self.pop_ready() {
