@@ -950,13 +950,20 @@ impl Runner {
 
     /// Puts this runner in the state of a [`snapshot`](Self::snapshot) taken
     /// from a runner built alike (same queries, engines, alerts and delay).
-    /// An error says what does not fit.
+    /// An error says what does not fit, or what in the saved state no runner
+    /// writes (an engine ahead of the input, a held event filed under another
+    /// time): such a state would have on-time events rejected as late.
     pub fn restore(&mut self, snap: RunnerSnapshot) -> Result<(), String> {
         if snap.engines.len() != self.engines.len() || snap.summary.matches.len() != self.engines.len() {
             return Err(format!("the saved state has {} queries, this run {}", snap.engines.len(), self.engines.len()));
         }
         if snap.reorder.is_some() != self.reorder.is_some() || snap.levels.is_some() != self.levels.is_some() {
             return Err("the saved state was taken with another delay or other level alerts".into());
+        }
+        if let Some(r) = &snap.reorder
+            && let Some((ts, _, e)) = r.held.iter().find(|(ts, _, e)| *ts != e.ts)
+        {
+            return Err(format!("the saved state is inconsistent: an event at {} is held as at {ts}", e.ts));
         }
         for (engine, s) in self.engines.iter_mut().zip(snap.engines) {
             engine.restore(s)?;
@@ -1059,7 +1066,7 @@ mod tests {
     /// instead of the next on-time event being rejected as late by the
     /// engine, which the runner treats as a broken invariant.
     #[test]
-    fn restore_refuses_an_engine_ahead_of_the_runner() {
+    fn restore_refuses_states_no_runner_writes() {
         let mut ahead = runner();
         let mut sink = |_: &QueryInfo, _: &Match| {};
         ahead.push(&Event::new(Sym::new("A"), 100, 0, vec![]), &mut sink).unwrap();
@@ -1074,5 +1081,19 @@ mod tests {
         let mut fine = runner();
         fine.restore(ahead).unwrap();
         fine.push(&Event::new(Sym::new("A"), 100, 1, vec![]), &mut sink).unwrap();
+
+        // A held event filed under another time than its own would reach
+        // the engines out of order.
+        let delayed = || {
+            let mut r = runner();
+            r.set_max_delay(10);
+            r
+        };
+        let mut held = delayed();
+        held.push(&Event::new(Sym::new("A"), 100, 0, vec![]), &mut sink).unwrap();
+        let mut snap = held.snapshot().unwrap();
+        snap.reorder.as_mut().unwrap().held[0].0 = 95;
+        let err = delayed().restore(snap).unwrap_err();
+        assert_eq!(err, "the saved state is inconsistent: an event at 100 is held as at 95");
     }
 }
