@@ -20,6 +20,7 @@
 //! its count drops to zero, iteratively, so a long Kleene chain cannot
 //! overflow the stack.
 
+use ahash::AHashMap;
 use slab::Slab;
 
 /// Index of a node; [`NIL`] is "no node".
@@ -82,16 +83,72 @@ impl Buffer {
         self.nodes.iter().map(|(i, n)| (i as u32, *n)).collect()
     }
 
-    /// A buffer holding exactly `nodes` under their ids (from
-    /// [`nodes`](Self::nodes)); an error if a node's parent is missing.
-    pub(crate) fn from_nodes(nodes: Vec<(u32, Node)>) -> Result<Buffer, String> {
-        let buffer = Buffer { nodes: nodes.into_iter().map(|(i, n)| (i as usize, n)).collect() };
-        for (_, n) in &buffer.nodes {
-            if n.parent != NIL && !buffer.nodes.contains(n.parent as usize) {
-                return Err(format!("buffer node of row {} lacks its parent", n.row));
+    /// A buffer holding `nodes` (from [`nodes`](Self::nodes)), renumbered
+    /// from 0 in their order (a saved id may be any `u32`: a slab indexed by
+    /// it could be as large), and how their saved ids map to the new ones.
+    /// Reference counts are left at 0 for [`count_refs`](Self::count_refs).
+    /// An error if an id repeats, a parent is missing, a node's element is
+    /// not below `elements`, or a chain of parents loops.
+    pub(crate) fn from_nodes(
+        nodes: Vec<(u32, Node)>,
+        elements: usize,
+    ) -> Result<(Buffer, AHashMap<u32, NodeId>), String> {
+        let mut ids = AHashMap::with_capacity(nodes.len());
+        for (i, (id, n)) in nodes.iter().enumerate() {
+            if usize::from(n.elem) >= elements {
+                return Err(format!("buffer node of row {} at an element the query lacks", n.row));
+            }
+            if ids.insert(*id, i as NodeId).is_some() {
+                return Err(format!("buffer node {id} twice"));
             }
         }
-        Ok(buffer)
+        let mut slab = Slab::with_capacity(nodes.len());
+        for (_, n) in nodes {
+            let parent = match n.parent {
+                NIL => NIL,
+                p => *ids.get(&p).ok_or_else(|| format!("buffer node of row {} lacks its parent", n.row))?,
+            };
+            slab.insert(Node { parent, refs: 0, ..n });
+        }
+        // Each chain of parents is walked once: 1 marks the chain being
+        // walked (met again, it loops), 2 a node whose chain ends.
+        let mut state = vec![0u8; slab.len()];
+        let mut chain = Vec::new();
+        for start in 0..slab.len() {
+            let mut cur = start as NodeId;
+            while cur != NIL && state[cur as usize] == 0 {
+                state[cur as usize] = 1;
+                chain.push(cur);
+                cur = slab[cur as usize].parent;
+            }
+            if cur != NIL && state[cur as usize] == 1 {
+                return Err("a loop of buffer nodes".to_owned());
+            }
+            for id in chain.drain(..) {
+                state[id as usize] = 2;
+            }
+        }
+        Ok((Buffer { nodes: slab }, ids))
+    }
+
+    /// Sets each node's reference count to the number of its children and
+    /// of `refs` (runs and pending matches, [`NIL`] for none) naming it; an
+    /// error if a reference names no node or a node has none.
+    pub(crate) fn count_refs(&mut self, refs: impl Iterator<Item = NodeId>) -> Result<(), String> {
+        let parents: Vec<NodeId> = self.nodes.iter().map(|(_, n)| n.parent).collect();
+        for id in parents.into_iter().chain(refs) {
+            if id == NIL {
+                continue;
+            }
+            match self.nodes.get_mut(id as usize) {
+                Some(n) => n.refs += 1,
+                None => return Err(format!("a reference to buffer node {id}, which is missing")),
+            }
+        }
+        match self.nodes.iter().find(|(_, n)| n.refs == 0) {
+            Some((id, _)) => Err(format!("buffer node {id} that nothing refers to")),
+            None => Ok(()),
+        }
     }
 
     /// Adds a reference to `id`.
@@ -152,6 +209,35 @@ impl Buffer {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    fn node(parent: NodeId, elem: u16) -> Node {
+        Node { row: 0, pos: 0, parent, refs: 7, elem }
+    }
+
+    /// Saved nodes come back renumbered, with their references recounted;
+    /// what no buffer holds (a loop, a missing parent or referent, a node
+    /// nothing names, an element the query lacks, an id twice) is an error.
+    #[test]
+    fn saved_nodes_are_checked_and_recounted() {
+        let (mut b, ids) = Buffer::from_nodes(vec![(900, node(NIL, 0)), (5, node(900, 1))], 2).unwrap();
+        assert_eq!((ids[&900], ids[&5]), (0, 1));
+        assert_eq!(b.get(1).parent, 0);
+        b.count_refs([1, 1].into_iter()).unwrap();
+        assert_eq!((b.get(0).refs, b.get(1).refs), (1, 2));
+        b.release(1);
+        b.release(1);
+        assert_eq!(b.len(), 0, "the recounted references free the chain");
+
+        let err = |nodes: Vec<(u32, Node)>, refs: &[NodeId]| {
+            Buffer::from_nodes(nodes, 2).and_then(|(mut b, _)| b.count_refs(refs.iter().copied())).unwrap_err()
+        };
+        assert_eq!(err(vec![(1, node(2, 0)), (2, node(1, 0))], &[0]), "a loop of buffer nodes");
+        assert_eq!(err(vec![(1, node(3, 0))], &[0]), "buffer node of row 0 lacks its parent");
+        assert_eq!(err(vec![(1, node(NIL, 0))], &[1]), "a reference to buffer node 1, which is missing");
+        assert_eq!(err(vec![(1, node(NIL, 0)), (2, node(NIL, 0))], &[0]), "buffer node 1 that nothing refers to");
+        assert_eq!(err(vec![(1, node(NIL, 2))], &[0]), "buffer node of row 0 at an element the query lacks");
+        assert_eq!(err(vec![(1, node(NIL, 0)), (1, node(NIL, 0))], &[0]), "buffer node 1 twice");
+    }
 
     #[test]
     fn long_chain_frees_iteratively() {

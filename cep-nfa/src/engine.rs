@@ -712,7 +712,8 @@ impl<E: StreamEvent> Engine<E> {
         if !fits {
             return Err(format!("the saved state of query `{}` does not fit its program", self.prog.name));
         }
-        let buffer = Buffer::from_nodes(snap.nodes)?;
+        let mut snap = snap;
+        let buffer = self.checked_state(&mut snap)?;
         let mut index = KeyIndex::default();
         for (pid, p) in snap.parts.iter().enumerate() {
             index.insert(p.key, pid as u32);
@@ -743,6 +744,46 @@ impl<E: StreamEvent> Engine<E> {
         self.kind_cache = [NO_ANSWER; KIND_WAYS];
         self.out.clear();
         Ok(())
+    }
+
+    /// The buffer of a saved state, after checking what the engine relies
+    /// on and no engine writes otherwise: every run's element and node
+    /// exist, registers and negation logs have their widths, `PREV` rings
+    /// their shape, and each node's reference count is the number of runs
+    /// and nodes that refer to it (recounted, not read). A state that fails
+    /// (made by hand, or by another program) would make the engine panic
+    /// later.
+    fn checked_state(&self, snap: &mut EngineSnapshot) -> Result<Buffer, String> {
+        let bad = |what: &str| format!("the saved state of query `{}` is inconsistent: {what}", self.prog.name);
+        let elements = self.prog.elements.len();
+        let (width, depth) = (self.frame.len(), self.shape.depth);
+        let (mut buffer, ids) = Buffer::from_nodes(std::mem::take(&mut snap.nodes), elements).map_err(|e| bad(&e))?;
+        for p in &mut snap.parts {
+            for set in [&mut p.runs, &mut p.pending] {
+                if set.regs.len() != set.runs.len() * set.stride {
+                    return Err(bad("registers of another width"));
+                }
+                for r in &mut set.runs {
+                    if r.elem as usize >= elements {
+                        return Err(bad("a run at an element the query lacks"));
+                    }
+                    if r.node != NIL {
+                        r.node = *ids.get(&r.node).ok_or_else(|| bad("a run whose buffer node is missing"))?;
+                    }
+                }
+            }
+            let log = &p.log;
+            if log.start > log.pos.len() || log.frames.len() != log.pos.len() * width {
+                return Err(bad("a negation log of another width"));
+            }
+        }
+        let ring_ok = |h: &Hot| depth == 0 || (usize::from(h.hist_head) < depth && usize::from(h.hist_len) <= depth);
+        if !snap.hot.iter().all(ring_ok) {
+            return Err(bad("a `PREV` history of another depth"));
+        }
+        let refs = snap.parts.iter().flat_map(|p| p.runs.runs.iter().chain(&p.pending.runs)).map(|r| r.node);
+        buffer.count_refs(refs).map_err(|e| bad(&e))?;
+        Ok(buffer)
     }
 
     /// Matches emitted and not yet taken.

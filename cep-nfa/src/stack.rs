@@ -282,6 +282,28 @@ struct Part {
     pending: Vec<u64>,
 }
 
+impl Part {
+    /// What the engine relies on and never breaks itself (a saved state that
+    /// breaks it was made by hand, or by another program): each stack's
+    /// popped entries are among its entries, the first stack's entries link
+    /// nowhere, every other entry links nowhere or below the top of the
+    /// previous stack, and the entries waiting for their batch are on the
+    /// last stack.
+    fn consistent(&self) -> bool {
+        let stacks_ok = self
+            .stacks
+            .iter()
+            .all(|s| s.start <= s.entries.len() && s.offset.checked_add(s.entries.len() as u64).is_some());
+        let links_ok = self.stacks.iter().enumerate().all(|(k, s)| {
+            let below = if k == 0 { 0 } else { self.stacks[k - 1].end() };
+            s.entries.iter().all(|e| e.link == NONE || e.link < below)
+        });
+        let pending_ok =
+            self.stacks.last().is_none_or(|last| self.pending.iter().all(|&i| i >= last.bottom() && i < last.end()));
+        stacks_ok && links_ok && pending_ok
+    }
+}
+
 /// Counters of a stack engine.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub struct StackStats {
@@ -586,6 +608,9 @@ impl<E: StreamEvent> StackEngine<E> {
             }) && snap.dirty.iter().all(|&d| (d as usize) < snap.parts.len());
         if !fits {
             return Err(format!("the saved state of query `{}` does not fit its program", self.prog.name));
+        }
+        if !snap.parts.iter().all(Part::consistent) {
+            return Err(format!("the saved state of query `{}` is inconsistent: its stacks' links", self.prog.name));
         }
         let mut index = KeyIndex::default();
         for (pid, p) in snap.parts.iter().enumerate() {

@@ -253,7 +253,10 @@ mod tests {
     #[test]
     fn min_rem_overflow() {
         assert_eq!(arith(BinOp::Div, Value::Int(i64::MIN), Value::Int(-1)), Value::Null);
-        assert_eq!(arith(BinOp::Rem, Value::Int(i64::MIN), Value::Int(-1)), Value::Null);
+        // The remainder fits (0), though the quotient does not.
+        assert_eq!(arith(BinOp::Rem, Value::Int(i64::MIN), Value::Int(-1)), Value::Int(0));
+        assert_eq!(arith(BinOp::Rem, Value::Int(7), Value::Int(-1)), Value::Int(0));
+        assert_eq!(arith(BinOp::Rem, Value::Int(7), Value::Int(0)), Value::Null);
         assert_eq!(neg(Value::Int(i64::MIN)), Value::Null);
         assert_eq!(abs(Value::Int(i64::MIN)), Value::Null);
         assert_eq!(arith(BinOp::Mul, Value::Float(1e300), Value::Float(1e300)), Value::Null);
