@@ -516,7 +516,7 @@ impl Runner {
         let mut s = RunnerStats {
             events: self.summary.events,
             late: self.summary.late,
-            matches: self.summary.matches.iter().sum(),
+            matches: self.summary.matches.iter().fold(0, |a, &m| a.saturating_add(m)),
             fires: self.summary.fires,
             held: self.reorder.as_ref().map_or(0, ReorderBuffer::len),
             peak_held: self.reorder.as_ref().map_or(0, ReorderBuffer::peak_len),
@@ -959,6 +959,12 @@ impl Runner {
         }
         if snap.reorder.is_some() != self.reorder.is_some() || snap.levels.is_some() != self.levels.is_some() {
             return Err("the saved state was taken with another delay or other level alerts".into());
+        }
+        // No run counts to 2^62 (a century at a billion a second), so the
+        // counts can go on without overflowing.
+        let counts = [snap.summary.events, snap.summary.late, snap.summary.fires];
+        if counts.iter().chain(&snap.summary.matches).any(|&n| n >= 1 << 62) {
+            return Err("the saved state is inconsistent: a count beyond 2^62".into());
         }
         if let Some(r) = &snap.reorder
             && let Some((ts, _, e)) = r.held.iter().find(|(ts, _, e)| *ts != e.ts)
