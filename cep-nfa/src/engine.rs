@@ -758,7 +758,7 @@ impl<E: StreamEvent> Engine<E> {
         let elements = self.prog.elements.len();
         let (width, depth) = (self.frame.len(), self.shape.depth);
         let (mut buffer, ids) = Buffer::from_nodes(std::mem::take(&mut snap.nodes), elements).map_err(|e| bad(&e))?;
-        for p in &mut snap.parts {
+        for (p, hot) in snap.parts.iter_mut().zip(&snap.hot) {
             for set in [&mut p.runs, &mut p.pending] {
                 if set.regs.len() != set.runs.len() * set.stride {
                     return Err(bad("registers of another width"));
@@ -766,6 +766,9 @@ impl<E: StreamEvent> Engine<E> {
                 for r in &mut set.runs {
                     if r.elem as usize >= elements {
                         return Err(bad("a run at an element the query lacks"));
+                    }
+                    if r.start_pos > r.last_pos || r.last_pos >= hot.next_pos || r.start_ts > r.last_ts {
+                        return Err(bad("a run whose events are out of order"));
                     }
                     if r.node != NIL {
                         r.node = *ids.get(&r.node).ok_or_else(|| bad("a run whose buffer node is missing"))?;
