@@ -609,6 +609,10 @@ impl<E: StreamEvent> StackEngine<E> {
         if !fits {
             return Err(format!("the saved state of query `{}` does not fit its program", self.prog.name));
         }
+        let st = &snap.stats;
+        if [st.events, st.matches, st.clusters, st.prefixes, st.dropped].iter().any(|&n| n >= 1 << 62) {
+            return Err(format!("the saved state of query `{}` is inconsistent: a count beyond 2^62", self.prog.name));
+        }
         if !snap.parts.iter().all(Part::consistent) {
             return Err(format!("the saved state of query `{}` is inconsistent: its stacks' links", self.prog.name));
         }
