@@ -757,7 +757,8 @@ impl<E: StreamEvent> Engine<E> {
         let bad = |what: &str| format!("the saved state of query `{}` is inconsistent: {what}", self.prog.name);
         let elements = self.prog.elements.len();
         let (width, depth) = (self.frame.len(), self.shape.depth);
-        if [snap.stats.events, snap.stats.matches, snap.stats.dropped].iter().any(|&n| n >= 1 << 62) {
+        let counts = [snap.seq, snap.stats.events, snap.stats.matches, snap.stats.dropped];
+        if counts.into_iter().chain(snap.hot.iter().map(|h| h.next_pos)).any(|n| n >= 1 << 62) {
             return Err(bad("a count beyond 2^62"));
         }
         let (mut buffer, ids) = Buffer::from_nodes(std::mem::take(&mut snap.nodes), elements).map_err(|e| bad(&e))?;

@@ -610,7 +610,8 @@ impl<E: StreamEvent> StackEngine<E> {
             return Err(format!("the saved state of query `{}` does not fit its program", self.prog.name));
         }
         let st = &snap.stats;
-        if [st.events, st.matches, st.clusters, st.prefixes, st.dropped].iter().any(|&n| n >= 1 << 62) {
+        let counts = [snap.seq, st.events, st.matches, st.clusters, st.prefixes, st.dropped];
+        if counts.into_iter().chain(snap.parts.iter().map(|p| p.next_pos)).any(|n| n >= 1 << 62) {
             return Err(format!("the saved state of query `{}` is inconsistent: a count beyond 2^62", self.prog.name));
         }
         if !snap.parts.iter().all(Part::consistent) {
