@@ -758,7 +758,7 @@ impl<E: StreamEvent> Engine<E> {
         let elements = self.prog.elements.len();
         let (width, depth) = (self.frame.len(), self.shape.depth);
         let counts = [snap.seq, snap.stats.events, snap.stats.matches, snap.stats.dropped];
-        if counts.into_iter().chain(snap.hot.iter().map(|h| h.next_pos)).any(|n| n >= 1 << 62) {
+        if !crate::select::saved_counts_fit(counts.into_iter().chain(snap.hot.iter().map(|h| h.next_pos))) {
             return Err(bad("a count beyond 2^62"));
         }
         let (mut buffer, ids) = Buffer::from_nodes(std::mem::take(&mut snap.nodes), elements).map_err(|e| bad(&e))?;

@@ -92,6 +92,14 @@ pub fn explain<E>(prog: &Program<E>, choice: EngineChoice) -> Result<(EngineKind
 }
 
 /// A query on one of the engines.
+/// Whether every count of a saved state is below 2^62. No run counts that
+/// far (a century at a billion a second), so a restored count can go on
+/// without overflowing; a larger one was made by hand or by another
+/// program, and the state is refused.
+pub fn saved_counts_fit(counts: impl IntoIterator<Item = u64>) -> bool {
+    counts.into_iter().all(|n| n < 1 << 62)
+}
+
 /// The saved state of a [`QueryEngine`].
 #[allow(clippy::large_enum_variant)]
 #[derive(Clone, Debug, serde::Serialize, serde::Deserialize)]

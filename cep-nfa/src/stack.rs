@@ -609,13 +609,14 @@ impl<E: StreamEvent> StackEngine<E> {
         if !fits {
             return Err(format!("the saved state of query `{}` does not fit its program", self.prog.name));
         }
+        let bad = |what: &str| format!("the saved state of query `{}` is inconsistent: {what}", self.prog.name);
         let st = &snap.stats;
         let counts = [snap.seq, st.events, st.matches, st.clusters, st.prefixes, st.dropped];
-        if counts.into_iter().chain(snap.parts.iter().map(|p| p.next_pos)).any(|n| n >= 1 << 62) {
-            return Err(format!("the saved state of query `{}` is inconsistent: a count beyond 2^62", self.prog.name));
+        if !crate::select::saved_counts_fit(counts.into_iter().chain(snap.parts.iter().map(|p| p.next_pos))) {
+            return Err(bad("a count beyond 2^62"));
         }
         if !snap.parts.iter().all(Part::consistent) {
-            return Err(format!("the saved state of query `{}` is inconsistent: its stacks' links", self.prog.name));
+            return Err(bad("its stacks' links"));
         }
         let mut index = KeyIndex::default();
         for (pid, p) in snap.parts.iter().enumerate() {

@@ -757,7 +757,7 @@ impl Runner {
             self.fire_before(e.ts, mask, sink)?;
         }
         for (i, engine) in self.engines.iter_mut().enumerate() {
-            if i < MASK_QUERIES && mask >> i & 1 == 0 {
+            if !in_mask(i, mask) {
                 continue;
             }
             engine.push(e).expect("the runner orders events");
@@ -778,7 +778,7 @@ impl Runner {
     #[inline]
     fn fire_before(&mut self, ts: Timestamp, mask: u64, sink: &mut impl Sink) -> Result<(), PushError> {
         for (i, engine) in self.engines.iter_mut().enumerate() {
-            if (i < MASK_QUERIES && mask >> i & 1 == 0) || !engine.emits_on_advance() {
+            if !in_mask(i, mask) || !engine.emits_on_advance() {
                 continue;
             }
             engine.advance(ts);
@@ -960,10 +960,8 @@ impl Runner {
         if snap.reorder.is_some() != self.reorder.is_some() || snap.levels.is_some() != self.levels.is_some() {
             return Err("the saved state was taken with another delay or other level alerts".into());
         }
-        // No run counts to 2^62 (a century at a billion a second), so the
-        // counts can go on without overflowing.
         let counts = [snap.summary.events, snap.summary.late, snap.summary.fires];
-        if counts.iter().chain(&snap.summary.matches).any(|&n| n >= 1 << 62) {
+        if !cep_nfa::select::saved_counts_fit(counts.into_iter().chain(snap.summary.matches.iter().copied())) {
             return Err("the saved state is inconsistent: a count beyond 2^62".into());
         }
         if let Some(r) = &snap.reorder
@@ -995,6 +993,13 @@ impl Runner {
         }
         Ok(())
     }
+}
+
+/// Whether query `i` runs the events of `mask` (bit `i`; queries from
+/// [`MASK_QUERIES`] on run every event).
+#[inline(always)]
+fn in_mask(i: usize, mask: u64) -> bool {
+    i >= MASK_QUERIES || mask >> i & 1 == 1
 }
 
 /// Hands an engine's matches to the sink, numbered by query. Most events

@@ -175,18 +175,22 @@ impl<E> ReorderBuffer<E> {
         self.watermark.advance(to);
     }
 
+    /// The earliest held event by (ts, arrival), and whether it is the run's
+    /// front (else the heap's): `Held`'s order is reversed for the heap, so
+    /// the earlier of the two fronts is the greater.
+    fn front(&self) -> Option<(&Held<E>, bool)> {
+        match (self.run.front(), self.heap.peek()) {
+            (Some(a), Some(b)) => Some(if a > b { (a, true) } else { (b, false) }),
+            (Some(a), None) => Some((a, true)),
+            (None, Some(b)) => Some((b, false)),
+            (None, None) => None,
+        }
+    }
+
     /// The earliest held event if the watermark has reached it.
     pub fn pop_ready(&mut self) -> Option<(Timestamp, E)> {
-        // The earlier of the two fronts by (ts, arrival); `Held`'s order is
-        // reversed for the heap, so the earlier one is the greater.
-        let from_run = match (self.run.front(), self.heap.peek()) {
-            (Some(a), Some(b)) => a > b,
-            (Some(_), None) => true,
-            (None, Some(_)) => false,
-            (None, None) => return None,
-        };
-        let front = if from_run { self.run.front() } else { self.heap.peek() };
-        if front?.ts > self.watermark.get() {
+        let (front, from_run) = self.front()?;
+        if front.ts > self.watermark.get() {
             return None;
         }
         let held = if from_run { self.run.pop_front() } else { self.heap.pop() }?;
@@ -196,12 +200,7 @@ impl<E> ReorderBuffer<E> {
     /// The `ts` of the next event to be released (the earliest held), if
     /// any is held.
     pub fn first_ts(&self) -> Option<Timestamp> {
-        let run = self.run.front().map(|h| h.ts);
-        let heap = self.heap.peek().map(|h| h.ts);
-        match (run, heap) {
-            (Some(a), Some(b)) => Some(a.min(b)),
-            (a, b) => a.or(b),
-        }
+        self.front().map(|(h, _)| h.ts)
     }
 
     /// Passes every event at or behind the watermark to `out`, in order.

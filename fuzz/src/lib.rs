@@ -213,35 +213,35 @@ fn shm_path(tag: &str) -> std::path::PathBuf {
     std::path::PathBuf::from(format!("{dir}/cep-fuzz-{tag}-{}", std::process::id()))
 }
 
-/// Items of a whole input read sequentially, the way `cep run` would (good
-/// and bad rows; stops at a fatal error), from event `k` on, with
-/// `keep_fields` applied after `k` events.
-fn read_all(
-    r: &mut dyn EventSource,
-    nlines: u64,
-    width: usize,
-    max: usize,
-    out: &mut Vec<Item>,
-    blocks: Option<&mut ParallelReader>,
-) {
-    let _ = blocks;
-    let mut e = Event::default();
-    let mut n = 0;
-    loop {
-        n += 1;
-        assert!(n <= max, "reader makes no progress");
-        match r.next_event(&mut e) {
-            Ok(true) => out.push(item_ok(&e, width)),
-            Ok(false) => break,
-            Err(err) => {
-                check_error(&err, nlines);
-                out.push(item_err(&err));
-                if !err.is_bad_row() {
-                    break;
-                }
-            }
+/// Records one `next_event` result (`e` the event it read) in `out`;
+/// whether reading goes on (after an event or a bad row, not after the end
+/// or a fatal error).
+fn record(got: Result<bool, ReadError>, e: &Event, width: usize, nlines: u64, out: &mut Vec<Item>) -> bool {
+    match got {
+        Ok(true) => {
+            out.push(item_ok(e, width));
+            true
+        }
+        Ok(false) => false,
+        Err(err) => {
+            check_error(&err, nlines);
+            out.push(item_err(&err));
+            err.is_bad_row()
         }
     }
+}
+
+/// Items of the rest of an input read sequentially, the way `cep run` would
+/// (good and bad rows; stops at a fatal error or after `max` reads).
+fn read_all(r: &mut dyn EventSource, nlines: u64, width: usize, max: usize, out: &mut Vec<Item>) {
+    let mut e = Event::default();
+    for _ in 0..max {
+        let got = r.next_event(&mut e);
+        if !record(got, &e, width, nlines, out) {
+            return;
+        }
+    }
+    panic!("reader makes no progress");
 }
 
 /// The parallel reader (plain or partitioned), opened after `k` events read
@@ -304,7 +304,7 @@ pub fn parallel(data: &[u8]) {
     }
     let width = head.schema().field_count();
     let mut want = Vec::new();
-    read_all(&mut seq, nlines, width, max, &mut want, None);
+    read_all(&mut seq, nlines, width, max, &mut want);
 
     let at = head.position();
     let rest = if partitioned {
@@ -332,16 +332,9 @@ pub fn parallel(data: &[u8]) {
                 .map(|_| ());
             continue;
         }
-        match rest.next_event(&mut e) {
-            Ok(true) => got.push(item_ok(&e, width)),
-            Ok(false) => break,
-            Err(err) => {
-                check_error(&err, nlines);
-                got.push(item_err(&err));
-                if !err.is_bad_row() {
-                    break;
-                }
-            }
+        let read = rest.next_event(&mut e);
+        if !record(read, &e, width, nlines, &mut got) {
+            break;
         }
     }
     drop(rest);

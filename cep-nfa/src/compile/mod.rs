@@ -140,17 +140,10 @@ fn compile_statement(
     let guessed: Vec<Diagnostic> = seen
         .into_iter()
         .filter(|d| d.is_error() && !stands(d))
-        .map(|d| Diagnostic {
-            severity: crate::diag::Severity::Warning,
-            notes: {
-                let mut notes = d.notes;
-                notes.push(
-                    "these kinds are the ones seen in the input so far; a value of another kind is matched as usual"
-                        .to_owned(),
-                );
-                notes
-            },
-            ..d
+        .map(|d| {
+            Diagnostic { severity: crate::diag::Severity::Warning, ..d }.with_note(
+                "these kinds are the ones seen in the input so far; a value of another kind is matched as usual",
+            )
         })
         .collect();
     diags.extend(guessed);
