@@ -364,11 +364,12 @@ pub fn run(args: RunArgs) -> Result<(), Failure> {
                     }
                     None => ParallelReader::open(path, &input, at, parsers, counter.clone()),
                 };
-                let rest = rest.map_err(|e| Failure::other(format!("cannot read {}: {e}", args.events)))?;
+                let mut rest = rest.map_err(|e| Failure::other(format!("cannot read {}: {e}", args.events)))?;
                 if let Pipeline::Sharded(r) = &mut pipeline
                     && opts.blocks
                 {
                     r.help_parse(&rest.parse_jobs());
+                    rest.set_patience(CALLER_PATIENCE);
                 }
                 parallel = Some(rest);
             }
@@ -403,6 +404,12 @@ pub fn run(args: RunArgs) -> Result<(), Failure> {
     result?;
     flushed.map_err(writing_failed)
 }
+
+/// How long the calling thread of a sharded run, waiting for the next
+/// parsed block, leaves the parsing to the shards (which parse whenever
+/// they have no events to run) before it parses a block itself
+/// ([`ParallelReader::set_patience`]).
+const CALLER_PATIENCE: std::time::Duration = std::time::Duration::from_micros(200);
 
 /// The most threads `--threads` asks for: each runs a copy of every query,
 /// and a thread costs its stack, so more than this is a mistake, not a plan.
