@@ -20,8 +20,9 @@
 //!
 //! Who parses is open: a block is a [`ParseJob`] on a channel that the
 //! reader's own parser threads (any number, even none) take from, and so
-//! does the reader itself whenever it waits for its next block, so it never
-//! waits for a block nobody parses. A sharded runtime's shards take from it
+//! does the reader itself whenever it waits for its next block (at once, or
+//! after a [patience](ParallelReader::set_patience) when other threads parse
+//! for it), so it never waits long for a block nobody parses. A sharded runtime's shards take from it
 //! too whenever they have no events to run
 //! (`cep_runtime::ShardedRunner::help_parse`): with as many shards as
 //! cores, the shards do all the parsing and no parser thread competes with
