@@ -22,8 +22,8 @@
 //! reader's own parser threads (any number, even none) take from, and so
 //! does the reader itself whenever it waits for its next block (at once, or
 //! after a [patience](ParallelReader::set_patience) when other threads parse
-//! for it), so it never waits long for a block nobody parses. A sharded runtime's shards take from it
-//! too whenever they have no events to run
+//! for it), so it never waits long for a block nobody parses. A sharded
+//! runtime's shards take from it too whenever they have no events to run
 //! (`cep_runtime::ShardedRunner::help_parse`): with as many shards as
 //! cores, the shards do all the parsing and no parser thread competes with
 //! them for the cores (`cep run --threads 2` on two cores: half the context
@@ -69,7 +69,7 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::mpsc::{self, SyncSender, sync_channel};
 
-use crossbeam_channel::{Receiver, RecvTimeoutError, Sender, TryRecvError, bounded, select, unbounded};
+use crossbeam_channel::{Receiver, Sender, TryRecvError, bounded, select, unbounded};
 
 use crate::read::{EventSource, Format, InputPosition, MAX_LINE_LEN, ReadError, ReadErrorKind, Reader};
 use crate::{Event, FlatEvents, Timestamp};
@@ -498,19 +498,15 @@ impl ParallelReader {
                 self.next_seq += 1;
                 return Some(p);
             }
-            // A parsed block if one is ready; else, after the patience, parse
-            // one while waiting.
-            let mut ready = self.results.try_recv();
-            if let (Err(_), Some(patience)) = (&ready, self.patience) {
-                ready = match self.results.recv_timeout(patience) {
-                    Ok(p) => Ok(p),
-                    Err(RecvTimeoutError::Timeout) => Err(TryRecvError::Empty),
-                    Err(RecvTimeoutError::Disconnected) => return None,
-                };
-            }
+            // A parsed block if one is ready (or comes within the patience);
+            // else parse one while waiting.
+            let ready = match (self.results.try_recv(), self.patience) {
+                (Err(TryRecvError::Empty), Some(patience)) => self.results.recv_timeout(patience).ok(),
+                (ready, _) => ready.ok(),
+            };
             let p = match ready {
-                Ok(p) => p,
-                Err(_) => select! {
+                Some(p) => p,
+                None => select! {
                     recv(self.results) -> p => p.ok()?,
                     recv(self.work) -> job => {
                         if let Ok(job) = job {

@@ -704,7 +704,7 @@ impl<E: StreamEvent> Engine<E> {
     /// Replaces this engine's state with a [`snapshot`](Self::snapshot) of
     /// an engine of the same program. An error (and the state left empty)
     /// when the snapshot does not fit the program.
-    pub fn restore(&mut self, snap: EngineSnapshot) -> Result<(), String> {
+    pub fn restore(&mut self, mut snap: EngineSnapshot) -> Result<(), String> {
         let fits = snap.parts.len() == snap.hot.len()
             && snap.parts.len() == snap.scheduled.len()
             && snap.parts.iter().all(|p| p.runs.stride == self.prog.regs && p.pending.stride == self.prog.regs)
@@ -712,7 +712,6 @@ impl<E: StreamEvent> Engine<E> {
         if !fits {
             return Err(format!("the saved state of query `{}` does not fit its program", self.prog.name));
         }
-        let mut snap = snap;
         let buffer = self.checked_state(&mut snap)?;
         let mut index = KeyIndex::default();
         for (pid, p) in snap.parts.iter().enumerate() {
@@ -754,7 +753,7 @@ impl<E: StreamEvent> Engine<E> {
     /// (made by hand, or by another program) would make the engine panic
     /// later.
     fn checked_state(&self, snap: &mut EngineSnapshot) -> Result<Buffer, String> {
-        let bad = |what: &str| format!("the saved state of query `{}` is inconsistent: {what}", self.prog.name);
+        let bad = |what: &str| crate::select::inconsistent(&self.prog.name, what);
         let elements = self.prog.elements.len();
         let (width, depth) = (self.frame.len(), self.shape.depth);
         let counts = [snap.seq, snap.stats.events, snap.stats.matches, snap.stats.dropped];

@@ -91,13 +91,18 @@ pub fn explain<E>(prog: &Program<E>, choice: EngineChoice) -> Result<(EngineKind
     }
 }
 
-/// A query on one of the engines.
 /// Whether every count of a saved state is below 2^62. No run counts that
 /// far (a century at a billion a second), so a restored count can go on
 /// without overflowing; a larger one was made by hand or by another
 /// program, and the state is refused.
 pub fn saved_counts_fit(counts: impl IntoIterator<Item = u64>) -> bool {
     counts.into_iter().all(|n| n < 1 << 62)
+}
+
+/// Why an engine refuses the saved state of query `query`: `what` in it no
+/// engine writes (the run and stack engines' `restore` say it alike).
+pub(crate) fn inconsistent(query: &str, what: &str) -> String {
+    format!("the saved state of query `{query}` is inconsistent: {what}")
 }
 
 /// The saved state of a [`QueryEngine`].
@@ -112,6 +117,7 @@ pub enum QuerySnapshot {
 
 // One per query, so the size difference costs nothing; unboxed, a push
 // reaches either engine without an extra indirection.
+/// A query on one of the engines.
 #[allow(clippy::large_enum_variant)]
 #[derive(Debug)]
 pub enum QueryEngine<E> {

@@ -609,7 +609,7 @@ impl<E: StreamEvent> StackEngine<E> {
         if !fits {
             return Err(format!("the saved state of query `{}` does not fit its program", self.prog.name));
         }
-        let bad = |what: &str| format!("the saved state of query `{}` is inconsistent: {what}", self.prog.name);
+        let bad = |what: &str| crate::select::inconsistent(&self.prog.name, what);
         let st = &snap.stats;
         let counts = [snap.seq, st.events, st.matches, st.clusters, st.prefixes, st.dropped];
         if !crate::select::saved_counts_fit(counts.into_iter().chain(snap.parts.iter().map(|p| p.next_pos))) {
