@@ -46,16 +46,25 @@
 //!
 //! Cancel is lazy: it leaves the timer's index on its list as a
 //! *tombstone*, marked in a bitmap of live indexes (128 KB per million
-//! timers) that firing and cascading consult. Once the tombstones are as many
-//! as the live timers were at the last compaction or `advance_to`, every list
-//! is compacted in place. Cancel reads no timer and no neighbour (a doubly
-//! linked list would touch three timers, two of them only after the first
-//! arrives: with a million live timers each is a cache miss), and not even
-//! the timer's list: it checks the handle's generation, clears the timer's
-//! bit and counts a tombstone, about 30 instructions, so that many cancels'
-//! cache misses overlap. The work it defers, at most two timers scanned
-//! per cancel (and one per arm), reads the lists and the bitmap. Arming
-//! only writes, never reads, so it does not wait for cache misses either.
+//! timers) that firing and cascading consult. Cancel reads no timer and no
+//! neighbour (a doubly linked list would touch three timers, two of them
+//! only after the first arrives: with a million live timers each is a cache
+//! miss), and not even the timer's list: it checks the handle's generation,
+//! clears the timer's bit and counts a tombstone, about 20 instructions, so
+//! that many cancels' cache misses overlap. It never does more: cancel is
+//! O(1) in the worst case, not only amortised.
+//!
+//! The tombstones are reclaimed where memory would otherwise grow: an arm
+//! that finds no free index, when the tombstones are at least as many as
+//! the live timers were at the last compaction or `advance_to`, compacts
+//! every list in place and takes a reclaimed index instead of a new one.
+//! (Cancel once did that itself, on the cancel that brought the tombstones
+//! to that count. The work is the same — at most two timers scanned per
+//! cancel and one per arm, reading the lists and the bitmap — but it now
+//! falls on the one operation that already has an O(n) worst case, the arm
+//! that grows the wheel's arrays, as a collector runs when an allocation
+//! would grow the heap.) Arming only writes, never reads, so it does not
+//! wait for cache misses either.
 //!
 //! A [`TimerId`] carries the index, the deadline and a generation, the
 //! number of timers armed before it (modulo 2³²), kept per index in a `Vec`
@@ -284,9 +293,9 @@ pub struct TimerWheel<T> {
     /// Tombstones on all lists. The live timers are the indexes neither free
     /// nor tombstones, so arming updates no count of its own.
     tombstones: usize,
-    /// Cancel compacts every list when `tombstones` reaches this: the live
-    /// timers after the last compaction or `advance_to`, at least
-    /// `MIN_COMPACT`.
+    /// An arm that finds no free index compacts every list when
+    /// `tombstones` has reached this: the live timers after the last
+    /// compaction or `advance_to`, at least `MIN_COMPACT`.
     compact_at: usize,
     /// The generation of the next timer armed.
     next_generation: u32,
@@ -366,6 +375,12 @@ impl<T: Copy> TimerWheel<T> {
     /// Arms a timer; O(1) amortised. A deadline behind the current watermark
     /// fires on the next `advance_to` (whose watermark is after it).
     ///
+    /// An arm that finds no free index either grows the wheel's arrays or,
+    /// once cancelled timers (tombstones) are at least as many as the live
+    /// timers were at the last compaction or `advance_to`, compacts every
+    /// list to reclaim theirs: either way that arm takes time in proportion
+    /// to the timers, as a push onto a full `Vec` does.
+    ///
     /// # Panics
     /// With more than `u32::MAX` timers and tombstones.
     #[inline]
@@ -383,7 +398,7 @@ impl<T: Copy> TimerWheel<T> {
                 self.generations[index as usize] = generation;
                 index
             }
-            None => self.grow(generation),
+            None => self.reclaim_or_grow(generation),
         };
         self.mark_alive(index);
         if self.lists.is_empty() {
@@ -407,8 +422,27 @@ impl<T: Copy> TimerWheel<T> {
         self.lists.get(PAST).is_some_and(|past| past.len != 0)
     }
 
-    /// Adds index `generations.len()` for a new timer.
+    /// An index for a new timer when none is free: once the tombstones are
+    /// at least `compact_at`, one of theirs, reclaimed by compacting every
+    /// list (tombstones dropped, order kept). That scan covers at most twice
+    /// the tombstones plus the timers armed since, so it costs each cancel
+    /// at most two timers scanned and each arm one, and its look-ups are
+    /// independent of one another (a scan of the lists' blocks against a
+    /// bitmap, not a pointer chase). Otherwise a new index, growing the
+    /// arrays.
     #[inline(never)]
+    fn reclaim_or_grow(&mut self, generation: u32) -> u32 {
+        if self.tombstones >= self.compact_at {
+            self.compact_all();
+            if let Some(index) = self.free.pop_first() {
+                self.generations[index as usize] = generation;
+                return index;
+            }
+        }
+        self.grow(generation)
+    }
+
+    /// Adds index `generations.len()` for a new timer.
     fn grow(&mut self, generation: u32) -> u32 {
         let index = u32::try_from(self.generations.len()).expect("TimerWheel: too many timers");
         self.generations.push(generation);
@@ -419,20 +453,14 @@ impl<T: Copy> TimerWheel<T> {
         index
     }
 
-    /// Disarms a timer; O(1) amortised. Returns whether it was live (`false`
-    /// if it has already fired or been cancelled).
+    /// Disarms a timer; O(1). Returns whether it was live (`false` if it
+    /// has already fired or been cancelled).
     ///
     /// Cancel reads the timer's generation and its bit in the bitmap of live
     /// indexes, clears the bit and counts a tombstone: it reads neither the
     /// timer nor its list. The timer stays on its list as a *tombstone*,
-    /// which firing and cascading skip. Once the tombstones number the live
-    /// timers of the last compaction or `advance_to` (at least 64), every
-    /// list is compacted (tombstones dropped, order kept). That scan covers at
-    /// most twice the tombstones plus the timers armed since, so each cancel
-    /// pays for at most two timers scanned and each arm for one, and those
-    /// look-ups are independent of one another (a scan of the lists' blocks
-    /// against a bitmap, not a pointer chase). The cancel that triggers it
-    /// takes time in proportion to the timers on lists.
+    /// which firing and cascading skip, until an arm that finds no free
+    /// index compacts the lists (see [`insert`](Self::insert)).
     #[inline]
     pub fn cancel(&mut self, id: TimerId) -> bool {
         if self.generations.get(id.index as usize) != Some(&id.generation) {
@@ -442,9 +470,6 @@ impl<T: Copy> TimerWheel<T> {
             return false;
         }
         self.tombstones += 1;
-        if self.tombstones >= self.compact_at {
-            self.compact_all();
-        }
         true
     }
 
@@ -703,9 +728,10 @@ impl<T: Copy> TimerWheel<T> {
     }
 
     /// Drops every tombstone, list by list (see [`compact`](Self::compact)),
-    /// and frees their indexes at once. Cancel calls it when the tombstones
-    /// reach `compact_at` (see [`cancel`](Self::cancel) for its cost). (Out
-    /// of line: it runs once per many cancels, which stay small enough to
+    /// and frees their indexes at once. An arm calls it when no index is
+    /// free and the tombstones have reached `compact_at` (see
+    /// [`reclaim_or_grow`](Self::reclaim_or_grow) for its cost). (Out of
+    /// line: it runs once per many arms, which stay small enough to
     /// inline.)
     #[inline(never)]
     fn compact_all(&mut self) {
@@ -1083,6 +1109,26 @@ mod tests {
         let mut out = Vec::new();
         w.drain(&mut out);
         assert_eq!(out.len(), live);
+    }
+
+    /// Cancel only marks: its tombstones stay on their lists, however many,
+    /// until an arm that finds no free index reclaims them all at once
+    /// instead of growing the wheel.
+    #[test]
+    fn an_arm_reclaims_what_cancels_leave() {
+        let mut w = TimerWheel::new();
+        let ids: Vec<TimerId> = (0..1000).map(|i| w.insert(1 << 30 | i, i)).collect();
+        for &id in &ids {
+            assert!(w.cancel(id));
+        }
+        assert_eq!((w.len(), w.tombstones, w.generations.len()), (0, 1000, 1000));
+        let id = w.insert(5, -1);
+        assert_eq!((w.len(), w.tombstones), (1, 0));
+        assert_eq!(w.generations.len(), 1000, "a reclaimed index, not a new one");
+        assert!(w.contains(id) && ids.iter().all(|&old| !w.contains(old) && !w.cancel(old)));
+        let mut out = Vec::new();
+        w.drain(&mut out);
+        assert_eq!(out, [(5, -1)]);
     }
 
     #[test]
