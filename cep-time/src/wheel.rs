@@ -50,7 +50,7 @@
 //! neighbour (a doubly linked list would touch three timers, two of them
 //! only after the first arrives: with a million live timers each is a cache
 //! miss), and not even the timer's list: it checks the handle's generation,
-//! clears the timer's bit and counts a tombstone, about 20 instructions, so
+//! clears the timer's bit and counts a tombstone, under 30 instructions, so
 //! that many cancels' cache misses overlap. It never does more: cancel is
 //! O(1) in the worst case, not only amortised.
 //!
