@@ -63,8 +63,8 @@ impl FreeIndexes {
 
     /// Adds `index` (below the capacity, not a member). It sets its bit on
     /// every level, whether or not the word below was empty before: a test
-    /// would be a branch that compaction, freeing tombstones scattered at
-    /// random, mispredicts half the time.
+    /// would be a branch that firing and cascading, freeing tombstones
+    /// scattered at random, mispredict half the time.
     #[inline]
     pub(super) fn insert(&mut self, index: u32) {
         self.len += 1;
@@ -75,23 +75,28 @@ impl FreeIndexes {
         }
     }
 
-    /// Adds `indexes` (distinct, below the capacity, not members), as
-    /// compaction frees many at once. When they are many for the capacity
-    /// (at least one per 16 indexes), it sets their bits on the lowest level
-    /// only and rebuilds the levels above by scanning, a word per 64 words
-    /// below: setting the bits above one index at a time would update the few
-    /// words of the upper levels again and again, each update waiting for the
-    /// one before.
-    pub(super) fn insert_many(&mut self, indexes: &[u32]) {
-        if indexes.len() * 16 < self.levels[0].len() * 64 {
-            indexes.iter().for_each(|&index| self.insert(index));
-            return;
-        }
-        self.len += indexes.len();
+    /// Makes the set exactly the indexes below `capacity` whose bit in
+    /// `taken` (bit `i % 64` of word `i / 64`) is clear, as compaction
+    /// leaves them: with no tombstone on a list, an index is free when it is
+    /// not live. One pass over the bitmap, then the levels above rebuilt by
+    /// scanning.
+    pub(super) fn assign_clear_bits(&mut self, taken: &[u64], capacity: usize) {
         let bottom = &mut self.levels[0];
-        for &index in indexes {
-            bottom[index as usize / 64] |= 1 << (index % 64);
+        debug_assert!(bottom.len() * 64 >= capacity, "the capacity is reserved");
+        let mut len = 0;
+        for (at, word) in bottom.iter_mut().enumerate() {
+            let valid = capacity.saturating_sub(at * 64).min(64);
+            let mask = if valid == 64 { u64::MAX } else { (1u64 << valid) - 1 };
+            *word = !taken.get(at).copied().unwrap_or(0) & mask;
+            len += word.count_ones() as usize;
         }
+        self.len = len;
+        self.rebuild_above();
+    }
+
+    /// Sets every level above the lowest from the one below it (a bit per
+    /// word that is not zero), scanning a word per 64 words below.
+    fn rebuild_above(&mut self) {
         for level in 1..self.levels.len() {
             let (below, above) = self.levels.split_at_mut(level);
             for (word, words_below) in above[0].iter_mut().zip(below[level - 1].chunks(64)) {
@@ -159,16 +164,28 @@ mod tests {
                             set.insert(index);
                         }
                     }
-                    2 if capacity > 0 => {
-                        // Insert many non-members at once: a few, or a
-                        // stride's worth of the whole capacity.
-                        let stride = if n % 3 == 0 { 1 + n % 5 } else { 1 + n % 997 };
-                        let many: Vec<u32> = (n % capacity..capacity)
-                            .step_by(stride as usize)
-                            .take(if n % 5 == 0 { 3 } else { 2_000 })
-                            .filter(|&index| model.insert(index))
+                    2 if capacity > 0 && capacity <= 70_000 => {
+                        // The whole set from a bitmap of taken indexes:
+                        // dense, sparse, or all taken or free. (Up to three
+                        // levels: rebuilding the model is slow in a debug
+                        // build; the unit test below takes four.)
+                        let words = (capacity as usize).div_ceil(64);
+                        let mut state = u64::from(n) | 1;
+                        let taken: Vec<u64> = (0..words)
+                            .map(|_| {
+                                state ^= state << 13;
+                                state ^= state >> 7;
+                                state ^= state << 17;
+                                match n % 4 {
+                                    0 => state,
+                                    1 => state & state >> 1 & state >> 2,
+                                    2 => u64::MAX,
+                                    _ => 0,
+                                }
+                            })
                             .collect();
-                        set.insert_many(&many);
+                        set.assign_clear_bits(&taken, capacity as usize);
+                        model = (0..capacity).filter(|&i| taken[i as usize / 64] >> (i % 64) & 1 == 0).collect();
                     }
                     _ => prop_assert_eq!(set.pop_first(), model.pop_first()),
                 }
@@ -181,27 +198,24 @@ mod tests {
         }
     }
 
-    /// Many at once (the levels above rebuilt by scanning) beside members
-    /// inserted one by one.
+    /// The set rebuilt from a bitmap (the levels above by scanning), with
+    /// a capacity that ends inside a word: the bits past it are not
+    /// members, whatever the bitmap says.
     #[test]
-    fn many_at_once_come_back_in_order() {
+    fn the_clear_bits_of_a_bitmap_come_back_in_order() {
         let mut set = FreeIndexes::new();
-        let n = 1u32 << 20;
+        let n = (1u32 << 20) - 3;
         set.reserve(n - 1);
-        set.insert(6);
-        set.insert(n - 2);
-        let odd: Vec<u32> = (0..n / 2).map(|i| (2 * i + 1).wrapping_mul(7) % n).collect();
-        set.insert_many(&odd);
-        set.insert_many(&[4, 100_000]); // few: one by one
-        assert_eq!(set.len(), n as usize / 2 + 4);
-        let expected = [1, 3, 4, 5, 6, 7].into_iter().chain((9..n).step_by(2).flat_map(|i| {
-            let even = [100_000, n - 2].contains(&(i - 1));
-            even.then_some(i - 1).into_iter().chain([i])
-        }));
-        for index in expected {
+        set.insert(6); // replaced, not added to
+        let taken = vec![0x5555_5555_5555_5555u64; (n as usize).div_ceil(64)]; // the even indexes
+        set.assign_clear_bits(&taken, n as usize);
+        assert_eq!(set.len(), n as usize / 2);
+        for index in (1..n).step_by(2) {
             assert_eq!(set.pop_first(), Some(index));
         }
         assert_eq!(set.pop_first(), None);
+        set.assign_clear_bits(&[], n as usize); // nothing taken: every index
+        assert_eq!((set.len(), set.pop_first()), (n as usize, Some(0)));
     }
 
     #[test]
