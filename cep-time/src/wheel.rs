@@ -389,12 +389,12 @@ impl<T: Copy> TimerWheel<T> {
         // so one waiting store holds up the stores behind it: arming writes
         // nothing it can do without (no count of live timers, no occupancy
         // bit unless the list was empty).
-        let index = match self.free.pop_first() {
+        let index = match self.free.pop_first().or_else(|| self.reclaim()) {
             Some(index) => {
                 self.generations[index as usize] = generation;
                 index
             }
-            None => self.reclaim_or_grow(generation),
+            None => self.grow(generation),
         };
         self.mark_alive(index);
         if self.lists.is_empty() {
@@ -418,27 +418,25 @@ impl<T: Copy> TimerWheel<T> {
         self.lists.get(PAST).is_some_and(|past| past.len != 0)
     }
 
-    /// An index for a new timer when none is free: once the tombstones are
-    /// at least `compact_at`, one of theirs, reclaimed by compacting every
-    /// list (tombstones dropped, order kept). That scan covers at most twice
-    /// the tombstones plus the timers armed since, so it costs each cancel
-    /// at most two timers scanned and each arm one, and its look-ups are
-    /// independent of one another (a scan of the lists' blocks against a
-    /// bitmap, not a pointer chase). Otherwise a new index, growing the
-    /// arrays.
+    /// When no index is free: once the tombstones are at least
+    /// `compact_at`, one of their indexes, reclaimed by compacting every
+    /// list (tombstones dropped, order kept); `None` otherwise (the arm
+    /// grows the arrays). That scan covers at most twice the tombstones plus
+    /// the timers armed since, so it costs each cancel at most two timers
+    /// scanned and each arm one, and its look-ups are independent of one
+    /// another (a scan of the lists' blocks against a bitmap, not a pointer
+    /// chase).
     #[inline(never)]
-    fn reclaim_or_grow(&mut self, generation: u32) -> u32 {
-        if self.tombstones >= self.compact_at {
-            self.compact_all();
-            if let Some(index) = self.free.pop_first() {
-                self.generations[index as usize] = generation;
-                return index;
-            }
+    fn reclaim(&mut self) -> Option<u32> {
+        if self.tombstones < self.compact_at {
+            return None;
         }
-        self.grow(generation)
+        self.compact_all();
+        self.free.pop_first()
     }
 
     /// Adds index `generations.len()` for a new timer.
+    #[inline(never)]
     fn grow(&mut self, generation: u32) -> u32 {
         let index = u32::try_from(self.generations.len()).expect("TimerWheel: too many timers");
         self.generations.push(generation);
@@ -724,20 +722,17 @@ impl<T: Copy> TimerWheel<T> {
     }
 
     /// Drops every tombstone, list by list (see [`compact`](Self::compact)),
-    /// and frees their indexes at once. With no tombstone left, the free
-    /// indexes are exactly those whose bit in `alive` is clear, so the free
-    /// set is rebuilt from the bitmap: a sequential pass over 128 KB per
-    /// million indexes. (Compaction once collected each tombstone's index as
-    /// it met it and set it in the free set: a compaction of a million
-    /// tombstones among a million live timers took a median 7.2 ms, against
-    /// 4.4–5.5 ms this way.) It runs only when no index is free, so every
-    /// index is on a list then, and the pass over the bitmap costs a 64th
-    /// of the lists' scan, however few the tombstones.
-    /// An arm calls it when no index
-    /// is free and the tombstones have reached `compact_at` (see
-    /// [`reclaim_or_grow`](Self::reclaim_or_grow) for its cost). (Out of
-    /// line: it runs once per many arms, which stay small enough to
-    /// inline.)
+    /// and frees their indexes at once. An arm calls it when no index is
+    /// free and the tombstones have reached `compact_at` (see
+    /// [`reclaim`](Self::reclaim) for its cost), so every index is on a list
+    /// then, and once the lists hold no tombstone the free indexes are
+    /// exactly those whose bit in `alive` is clear: the free set is rebuilt
+    /// from the bitmap, a sequential pass costing a 64th of the lists' scan.
+    /// (Compaction once collected each tombstone's index as it met it and
+    /// set it in the free set: a compaction of a million tombstones among a
+    /// million live timers took a median 7.2 ms, against 4.4–5.5 ms this
+    /// way.) Out of line: it runs once per many arms, which stay small
+    /// enough to inline.
     #[inline(never)]
     fn compact_all(&mut self) {
         debug_assert_eq!(self.free.len(), 0, "an arm compacts when no index is free");
