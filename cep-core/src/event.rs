@@ -107,6 +107,21 @@ pub struct FlatEvents {
     values: Vec<[u64; 2]>,
 }
 
+/// A position in a [`FlatEvents`]: an event's index and that of its first
+/// field value, for [`FlatEvents::unpack_chunk`].
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct FlatCursor {
+    event: usize,
+    value: usize,
+}
+
+impl FlatCursor {
+    /// The index of the event it is at.
+    pub fn index(&self) -> usize {
+        self.event
+    }
+}
+
 /// An event without its fields. `ts` and `row` are kept apart (`repr(C)`,
 /// in this order) so that copying them is two 8-byte loads, not one 16-byte
 /// load that store forwarding cannot serve.
@@ -161,18 +176,51 @@ impl FlatEvents {
     /// allocated once they are big enough), with `row_base` added to each
     /// row.
     pub fn unpack_into<'a>(&self, events: &'a mut Vec<Event>, row_base: u64) -> &'a [Event] {
-        let n = self.heads.len();
-        if events.len() < n {
-            events.resize_with(n, Event::default);
+        self.unpack_chunk(FlatCursor::default(), self.len(), events, row_base).0
+    }
+
+    /// Up to `n` events from `from` on (a [`FlatCursor::default`] for the
+    /// first) rebuilt as [`unpack_into`](Self::unpack_into) does, and where
+    /// the next ones start. Rebuilding a few at a time, each few used before
+    /// the next, keeps them in the nearest cache, where a whole block's
+    /// would not fit.
+    ///
+    /// # Examples
+    /// ```
+    /// use cep_core::{Event, FlatCursor, FlatEvents, Sym, Value};
+    /// let mut flat = FlatEvents::default();
+    /// for i in 0..5 {
+    ///     flat.push(&Event::new(Sym::new("A"), i, i as u64, vec![Value::Int(i)]));
+    /// }
+    /// let (mut events, mut from, mut rows) = (Vec::new(), FlatCursor::default(), Vec::new());
+    /// while from.index() < flat.len() {
+    ///     let (chunk, next) = flat.unpack_chunk(from, 2, &mut events, 0);
+    ///     rows.push(chunk.iter().map(|e| e.row).collect::<Vec<_>>());
+    ///     from = next;
+    /// }
+    /// assert_eq!(rows, [vec![0, 1], vec![2, 3], vec![4]]);
+    /// ```
+    pub fn unpack_chunk<'a>(
+        &self,
+        from: FlatCursor,
+        n: usize,
+        events: &'a mut Vec<Event>,
+        row_base: u64,
+    ) -> (&'a [Event], FlatCursor) {
+        let heads = &self.heads[from.event.min(self.heads.len())..];
+        let heads = &heads[..n.min(heads.len())];
+        if events.len() < heads.len() {
+            events.resize_with(heads.len(), Event::default);
         }
-        let mut values = &self.values[..];
-        for (h, e) in self.heads.iter().zip(events.iter_mut()) {
+        let mut values = &self.values[from.value..];
+        for (h, e) in heads.iter().zip(events.iter_mut()) {
             let (fields, rest) = values.split_at(h.fields as usize);
             values = rest;
             h.unpack(fields, e);
             e.row += row_base;
         }
-        &events[..n]
+        let next = FlatCursor { event: from.event + heads.len(), value: self.values.len() - values.len() };
+        (&events[..heads.len()], next)
     }
 
     /// Rebuilds event `i`, whose fields start at value `at`, into `e`
@@ -217,5 +265,32 @@ mod tests {
             e.clone_from(source);
             assert_eq!(&e, source);
         }
+    }
+
+    /// Rebuilding a few events at a time, whatever the few, gives the events
+    /// rebuilding all at once gives, of every width (and so every run of
+    /// field values).
+    #[test]
+    fn chunks_rebuild_what_the_whole_does() {
+        let mut flat = FlatEvents::default();
+        for i in 0..23i64 {
+            let fields = (0..i % 4).map(|j| if j == 2 { Value::str("s") } else { Value::Int(i * 10 + j) }).collect();
+            flat.push(&Event::new(Sym::new(if i % 3 == 0 { "A" } else { "B" }), i, i as u64, fields));
+        }
+        let whole = flat.unpack_into(&mut Vec::new(), 1000).to_vec();
+        for n in [1, 2, 5, 22, 23, 64] {
+            let (mut events, mut from, mut got) = (Vec::new(), FlatCursor::default(), Vec::new());
+            while from.index() < flat.len() {
+                let (chunk, next) = flat.unpack_chunk(from, n, &mut events, 1000);
+                assert!(!chunk.is_empty() && chunk.len() <= n);
+                got.extend_from_slice(chunk);
+                from = next;
+            }
+            assert_eq!(got, whole, "chunks of {n}");
+        }
+        let mut events = Vec::new();
+        let (rest, end) = flat.unpack_chunk(FlatCursor { event: 23, value: flat.values.len() }, 8, &mut events, 0);
+        assert!(rest.is_empty());
+        assert_eq!(end.index(), 23);
     }
 }

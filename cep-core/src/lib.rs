@@ -10,7 +10,7 @@ pub mod schema;
 pub mod time;
 pub mod value;
 
-pub use event::{DEFAULT_TYPE, Event, FlatEvents};
+pub use event::{DEFAULT_TYPE, Event, FlatCursor, FlatEvents};
 pub use matches::{Match, MatchId, match_id};
 pub use read::{Format, InputPosition, ReadError, ReadErrorKind, Reader};
 pub use schema::{FieldId, KindSet, Schema, TypeInfo};

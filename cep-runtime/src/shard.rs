@@ -126,7 +126,7 @@ use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
 use cep_core::parallel::{ParseJob, PartedBlock, Partition};
-use cep_core::{Event, FieldId, Sym, Timestamp, Value};
+use cep_core::{Event, FieldId, FlatCursor, Sym, Timestamp, Value};
 use cep_nfa::program::Program;
 use crossbeam_channel::{Receiver, RecvError, Sender, TryRecvError, TrySendError, bounded, select, unbounded};
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -221,6 +221,10 @@ const IN_FLIGHT: usize = 16;
 /// until the shards have run them, and more blocks ahead only spread the
 /// events over more memory than the caches hold.
 const BLOCKS_IN_FLIGHT: usize = 3;
+/// Events of a parsed block's part a shard rebuilds at a time, each few run
+/// before the next are rebuilt (a part's worth, thousands, would leave the
+/// nearest cache before they ran).
+const UNPACK_CHUNK: usize = 256;
 /// The most pushes between two looks at the clock and at the output: a
 /// look reads the clock and the output channel, so on a fast stream it is
 /// rare (W5 on the balanced runtime, six sets of three alternating rounds:
@@ -1933,8 +1937,13 @@ impl Shard {
     ) -> Result<(), PushError> {
         let mut events = std::mem::take(&mut self.events);
         for (j, runner) in self.mine() {
-            let part = block.part(j).unpack_into(&mut events, block.row_base());
-            runner.push_batch_for(part, mask, sink)?;
+            let part = block.part(j);
+            let mut from = FlatCursor::default();
+            while from.index() < part.len() {
+                let (chunk, next) = part.unpack_chunk(from, UNPACK_CHUNK, &mut events, block.row_base());
+                runner.push_batch_for(chunk, mask, sink)?;
+                from = next;
+            }
             runner.advance_watermark(wm, sink)?;
         }
         self.events = events;
