@@ -969,7 +969,7 @@ impl<E: StreamEvent> Engine<E> {
             }
             // A timer armed for runs since gone would find nothing.
             if let Some(id) = self.armed[pid].take() {
-                self.timers.cancel(id);
+                self.timers.discard(id);
             }
             self.index.remove(&part.key);
             self.parts[pid].log = NegLog::default();
@@ -1123,7 +1123,7 @@ impl<E: StreamEvent> Engine<E> {
         let armed = &mut self.armed[pid as usize];
         if d < armed_at(*armed) {
             if let Some(old) = armed.take() {
-                self.timers.cancel(old);
+                self.timers.discard(old);
             }
             *armed = Some(self.timers.insert(d, pid));
             self.next_due = self.next_due.min(d);
