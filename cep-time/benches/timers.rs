@@ -192,6 +192,36 @@ impl Rng {
     }
 }
 
+/// Moves `k` ids, picked at random, from `ids` into `victims` (emptied
+/// first).
+fn take_random<Id>(rng: &mut Rng, ids: &mut Vec<Id>, k: usize, victims: &mut Vec<Id>) {
+    victims.clear();
+    for _ in 0..k {
+        let at = rng.below(ids.len() as u64) as usize;
+        victims.push(ids.swap_remove(at));
+    }
+}
+
+/// `k` deadlines uniform over `[now, now + SPAN)` in `deadlines` (emptied
+/// first).
+fn random_deadlines(rng: &mut Rng, now: i64, k: usize, deadlines: &mut Vec<i64>) {
+    deadlines.clear();
+    deadlines.extend((0..k).map(|_| now + rng.below(SPAN as u64) as i64));
+}
+
+/// The time of `iters` operations done `CHUNK` at a time: `chunk(k)` does
+/// `k` of them (and whatever keeps the structure at its size) and returns
+/// the time of the part timed.
+fn in_chunks(iters: u64, mut chunk: impl FnMut(usize) -> Duration) -> Duration {
+    let (mut total, mut left) = (Duration::ZERO, iters as usize);
+    while left > 0 {
+        let k = left.min(CHUNK);
+        left -= k;
+        total += chunk(k);
+    }
+    total
+}
+
 /// A structure with `n` live timers over `[now, now + SPAN)`, and their ids.
 fn filled<S: Timers>(n: usize, now: i64, rng: &mut Rng) -> (S, Vec<S::Id>) {
     let mut s = S::new();
@@ -207,82 +237,58 @@ fn bench_structure<S: Timers>(c: &mut Criterion) {
         let now = 1_000_000_000i64;
 
         let (mut s, mut ids) = filled::<S>(n, now, &mut rng);
+        let (mut deadlines, mut victims) = (Vec::with_capacity(CHUNK), Vec::with_capacity(CHUNK));
         group.bench_function(BenchmarkId::new("arm", n), |b| {
             b.iter_custom(|iters| {
-                let mut total = Duration::ZERO;
-                let mut left = iters as usize;
-                let mut deadlines = Vec::with_capacity(CHUNK);
-                while left > 0 {
-                    let k = left.min(CHUNK);
-                    left -= k;
-                    deadlines.clear();
-                    deadlines.extend((0..k).map(|_| now + rng.below(SPAN as u64) as i64));
+                in_chunks(iters, |k| {
+                    random_deadlines(&mut rng, now, k, &mut deadlines);
                     let start = Instant::now();
                     for (i, &d) in deadlines.iter().enumerate() {
                         ids.push(s.arm(d, i as Payload));
                     }
-                    total += start.elapsed();
-                    for _ in 0..k {
-                        let at = rng.below(ids.len() as u64) as usize;
-                        assert!(s.cancel(ids.swap_remove(at)));
+                    let took = start.elapsed();
+                    take_random(&mut rng, &mut ids, k, &mut victims);
+                    for &id in &victims {
+                        assert!(s.cancel(id));
                     }
-                }
-                total
+                    took
+                })
             })
         });
 
-        let mut victims = Vec::with_capacity(CHUNK);
         group.bench_function(BenchmarkId::new("cancel", n), |b| {
             b.iter_custom(|iters| {
-                let mut total = Duration::ZERO;
-                let mut left = iters as usize;
-                while left > 0 {
-                    let k = left.min(CHUNK);
-                    left -= k;
-                    victims.clear();
-                    for _ in 0..k {
-                        let at = rng.below(ids.len() as u64) as usize;
-                        victims.push(ids.swap_remove(at));
-                    }
+                in_chunks(iters, |k| {
+                    take_random(&mut rng, &mut ids, k, &mut victims);
                     let start = Instant::now();
                     for &id in &victims {
                         black_box(s.cancel(id));
                     }
-                    total += start.elapsed();
+                    let took = start.elapsed();
                     for i in 0..k {
                         ids.push(s.arm(now + rng.below(SPAN as u64) as i64, i as Payload));
                     }
-                }
-                total
+                    took
+                })
             })
         });
+
         // Attribution-free: whichever operation pays for reclaiming
         // cancelled timers (the wheel's arm, the heap's cancel), it is in
         // here, so this is the figure to hold against the two targets'
         // sum (40 + 25 ns at 1 M).
-        let mut deadlines = Vec::with_capacity(CHUNK);
         group.bench_function(BenchmarkId::new("cancel_and_arm", n), |b| {
             b.iter_custom(|iters| {
-                let mut total = Duration::ZERO;
-                let mut left = iters as usize;
-                while left > 0 {
-                    let k = left.min(CHUNK);
-                    left -= k;
-                    victims.clear();
-                    for _ in 0..k {
-                        let at = rng.below(ids.len() as u64) as usize;
-                        victims.push(ids.swap_remove(at));
-                    }
-                    deadlines.clear();
-                    deadlines.extend((0..k).map(|_| now + rng.below(SPAN as u64) as i64));
+                in_chunks(iters, |k| {
+                    take_random(&mut rng, &mut ids, k, &mut victims);
+                    random_deadlines(&mut rng, now, k, &mut deadlines);
                     let start = Instant::now();
                     for (i, (&id, &d)) in victims.iter().zip(&deadlines).enumerate() {
                         black_box(s.cancel(id));
                         ids.push(s.arm(d, i as Payload));
                     }
-                    total += start.elapsed();
-                }
-                total
+                    start.elapsed()
+                })
             })
         });
         drop((s, ids));

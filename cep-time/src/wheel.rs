@@ -1324,6 +1324,11 @@ mod model_tests {
         fn cancel(&mut self, seq: u64) -> Option<u64> {
             self.live.remove(&seq).map(|_| seq)
         }
+        /// The first live timer from the `n`-th of `armed` on, cyclically
+        /// (one is live).
+        fn first_live(&self, n: usize, armed: usize) -> usize {
+            (0..armed).map(|k| (n + k) % armed).find(|&k| self.live.contains_key(&(k as u64))).expect("a live timer")
+        }
         fn advance(&mut self, wm: Option<i64>, out: &mut Vec<(i64, u64)>) {
             while let Some(&Reverse((d, seq))) = self.heap.peek() {
                 if wm.is_some_and(|wm| d >= wm) {
@@ -1393,10 +1398,7 @@ mod model_tests {
                     assert!(!wheel.contains(ids[n]));
                 }
                 Op::CancelLive(n) if !model.live.is_empty() => {
-                    let n = (0..ids.len())
-                        .map(|k| (n + k) % ids.len())
-                        .find(|&k| model.live.contains_key(&(k as u64)))
-                        .expect("a live timer");
+                    let n = model.first_live(n, ids.len());
                     model.cancel(n as u64);
                     assert!(wheel.cancel(ids[n]), "cancel live {n}");
                 }
@@ -1407,10 +1409,7 @@ mod model_tests {
                     assert!(!wheel.contains(ids[n]));
                 }
                 Op::DiscardLive(n) if !model.live.is_empty() => {
-                    let n = (0..ids.len())
-                        .map(|k| (n + k) % ids.len())
-                        .find(|&k| model.live.contains_key(&(k as u64)))
-                        .expect("a live timer");
+                    let n = model.first_live(n, ids.len());
                     model.cancel(n as u64);
                     wheel.discard(ids[n]);
                 }
