@@ -180,7 +180,8 @@ impl FlatEvents {
     }
 
     /// Up to `n` events from `from` on (a [`FlatCursor::default`] for the
-    /// first) rebuilt as [`unpack_into`](Self::unpack_into) does, and where
+    /// first, then the cursor the call before returned, on these same
+    /// events) rebuilt as [`unpack_into`](Self::unpack_into) does, and where
     /// the next ones start. Rebuilding a few at a time, each few used before
     /// the next, keeps them in the nearest cache, where a whole block's
     /// would not fit.
