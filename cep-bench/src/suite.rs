@@ -312,6 +312,19 @@ impl Tally {
         }
     }
 
+    /// An event read (W5's parsing rows): counted as a match, its row, `ts`,
+    /// type and fields digested.
+    #[inline]
+    fn add_event(&mut self, e: &Event) {
+        self.matches += 1;
+        if self.check {
+            let mut h = DefaultHasher::new();
+            (e.row, e.ts, e.ty.as_str()).hash(&mut h);
+            e.fields.iter().for_each(|v| hash_value(v, &mut h));
+            self.digest = self.digest.wrapping_add(h.finish());
+        }
+    }
+
     /// Every line of `out` (JSON lines), as [`add_line`](Self::add_line).
     fn add_output(&mut self, out: &[u8]) {
         for line in String::from_utf8_lossy(out).lines() {
@@ -926,14 +939,10 @@ impl Drop for Scratch {
 fn cli_contender(name: &'static str, threads: Option<usize>) -> Contender {
     Contender::new(name, move |n| {
         let tag = threads.map_or("default".to_owned(), |t| t.to_string());
-        let dir = std::env::temp_dir().join(format!("cep-bench-w5-cli-{}-{tag}", std::process::id()));
-        std::fs::create_dir_all(&dir).expect("a scratch directory");
-        let (csv, query, out) = (dir.join("w1.csv"), dir.join("q.cep"), dir.join("out.jsonl"));
-        let mut f = std::io::BufWriter::new(std::fs::File::create(&csv).expect("the CSV"));
-        w1::write_csv(&mut f, n).and_then(|()| f.flush()).expect("write the CSV");
+        let (scratch, csv) = w1_csv(&format!("w5-cli-{tag}"), n);
+        let (query, out) = (scratch.0.join("q.cep"), scratch.0.join("out.jsonl"));
         std::fs::write(&query, w1::RISE_SPIKE).expect("the query");
         let cep = cep_binary().expect("the cep binary beside this one (cargo build --release -p cep-cli)");
-        let scratch = Scratch(dir);
         Box::new(move |check| {
             let _ = &scratch; // removed with the pass function
             measure(n, check, |tally| {
@@ -946,6 +955,56 @@ fn cli_contender(name: &'static str, threads: Option<usize>) -> Contender {
             })
         })
     })
+}
+
+/// A scratch directory named after `tag` holding the CSV of the first `n`
+/// W1 ticks (`w1.csv`), and that file's path.
+fn w1_csv(tag: &str, n: usize) -> (Scratch, std::path::PathBuf) {
+    let dir = std::env::temp_dir().join(format!("cep-bench-{tag}-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).expect("a scratch directory");
+    let csv = dir.join("w1.csv");
+    let mut f = std::io::BufWriter::new(std::fs::File::create(&csv).expect("the CSV"));
+    w1::write_csv(&mut f, n).and_then(|()| f.flush()).expect("write the CSV");
+    (Scratch(dir), csv)
+}
+
+/// W5's parsing alone: the CSV of the first `n` W1 ticks read to its end
+/// into events, no query (every event tallied as a match). One thread: a
+/// [`Reader`](cep_core::Reader) on the file, as `cep run --threads 1`
+/// reads it. More: a [`ParallelReader`](cep_core::parallel::ParallelReader)
+/// with `threads - 1` parser threads, the calling thread taking every event
+/// in order and parsing whenever it waits for a block, as `cep run` without
+/// `--threads` reads a file on that many cores.
+fn parse_contender(name: &'static str, threads: usize) -> Contender {
+    Contender::new(name, move |n| {
+        let (scratch, csv) = w1_csv(&format!("w5-parse-{threads}"), n);
+        Box::new(move |check| {
+            let _ = &scratch; // removed with the pass function
+            measure(n, check, |tally| {
+                read_events(&csv, threads, |e| tally.add_event(e));
+                None
+            })
+        })
+    })
+}
+
+/// Every event of the CSV file at `path`, read on `threads` threads (see
+/// [`parse_contender`]), handed to `each` in input order.
+fn read_events(path: &std::path::Path, threads: usize, mut each: impl FnMut(&Event)) {
+    use cep_core::read::EventSource;
+    let file = std::fs::File::open(path).expect("the CSV");
+    let mut head = cep_core::Reader::new(io::BufReader::new(file), "w1.csv", cep_core::Format::Csv).expect("a header");
+    let mut rest = (threads > 1).then(|| {
+        cep_core::parallel::ParallelReader::open(path, &head, head.position(), threads - 1, None).expect("reopened")
+    });
+    let source: &mut dyn EventSource = match &mut rest {
+        Some(rest) => rest,
+        None => &mut head,
+    };
+    let mut e = Event::default();
+    while source.next_event(&mut e).expect("a good row") {
+        each(&e);
+    }
 }
 
 /// `cep run` of `query` on `csv` into `out` (with `--threads` if given),
@@ -1328,6 +1387,24 @@ pub fn workloads(scale: Scale) -> Vec<Workload> {
             split_contender("2 × 1 thread, keys split"),
         ],
     ));
+
+    out.push(Workload {
+        name: "W5-parse".into(),
+        description: format!(
+            "W5's parsing alone: the CSV file of the first {} W1 ticks read into events to its end, no query \
+             (matches = events read). One thread: a `Reader`, as `cep run --threads 1` reads; 2 threads: a \
+             `ParallelReader` with one parser thread and the calling thread (which parses whenever it waits for \
+             a block), as `cep run` reads a file on two cores",
+            thousands(n)
+        ),
+        size: W1A_OOO_SIZE,
+        events: n,
+        baseline: Baseline::Contender("1 thread"),
+        target: Target { text: "— (parsing reported separately)".into(), check: Check::None },
+        expect: Some(n as u64),
+        series: None,
+        contenders: vec![parse_contender("1 thread", 1), parse_contender("2 threads", 2)],
+    });
 
     // W5 latency: the same, paced below saturation.
     let n = W5_LATENCY_SIZE.at(scale);
