@@ -45,13 +45,14 @@ pub struct RunArgs {
     /// Input format (default: from the extension; stdin is sniffed).
     #[arg(long, value_name = "csv|jsonl")]
     format: Option<String>,
-    /// Threads. Without this flag, a file is parsed on as many threads as
-    /// there are cores and the queries run on one: the output is that of
-    /// `--threads 1`, byte for byte. `--threads 1` runs everything on one
-    /// thread; above 1, the queries run on N shards by key and a file is
-    /// parsed on N threads (the same matches as one thread, as a multiset:
-    /// across keys the order may differ). At most 1024; more than 63
-    /// queries run on one thread (with a warning).
+    /// Threads (default: the number of cores). `--threads 1` runs
+    /// everything on one thread; above 1, the queries run on N shards by
+    /// key and a file is parsed on N threads, and the output is that of
+    /// `--threads 1`, byte for byte: each batch's lines are merged in one
+    /// thread's order. Under `--construction batch` the same matches come
+    /// in an order of their own, so without this flag it runs the queries
+    /// on one thread. At most 1024; more than 63 queries run on one thread
+    /// (with a warning when asked for more).
     #[arg(long, value_name = "N")]
     threads: Option<usize>,
     /// Allowed out-of-orderness of event time.
@@ -126,7 +127,7 @@ pub fn run(args: RunArgs) -> Result<(), Failure> {
         _ => {}
     }
     // The queries run on `shard_count` threads, a file is parsed on `parsers`.
-    let mut shard_count = args.threads.unwrap_or(1);
+    let mut shard_count = args.threads.unwrap_or_else(cores);
     let parsers = args.threads.unwrap_or_else(cores);
     let every = match (&args.checkpoint, args.checkpoint_every) {
         (None, Some(_)) => return Err(Failure::bad_input("--checkpoint-every needs --checkpoint DIR")),
@@ -155,6 +156,11 @@ pub fn run(args: RunArgs) -> Result<(), Failure> {
     }
     let alerts = args.levels.as_deref().map(read_levels).transpose()?;
     let (choice, construction) = engine_options(&args.engine, &args.construction)?;
+    if args.threads.is_none() && construction == Construction::Batch {
+        // Batch construction emits a batch's matches together; only one
+        // thread gives its order (see `--threads`).
+        shard_count = 1;
+    }
 
     let idle = args.idle_timeout.as_deref().map(parse_wall).transpose()?;
     // A progress line on stderr when reading a file with stderr on a terminal.
@@ -186,10 +192,12 @@ pub fn run(args: RunArgs) -> Result<(), Failure> {
     let (mut first, mut read_fields) = compile(input.schema_mut())?;
     if shard_count > 1 && first.queries().len() > MASK_QUERIES {
         // The sharded runtime routes each event with a mask of its queries.
-        eprintln!(
-            "warning: --threads above 1 runs at most {MASK_QUERIES} queries; running these {} on one thread",
-            first.queries().len()
-        );
+        if args.threads.is_some() {
+            eprintln!(
+                "warning: --threads above 1 runs at most {MASK_QUERIES} queries; running these {} on one thread",
+                first.queries().len()
+            );
+        }
         shard_count = 1;
     }
     if let Some(alerts) = &alerts {
@@ -215,9 +223,16 @@ pub fn run(args: RunArgs) -> Result<(), Failure> {
 
     // A resumed run starts from the newest checkpoint taken with the same
     // queries, alerts and options.
-    let fingerprint = fingerprint(&args, shard_count, delay, unit, &field_names)?;
+    let texts = read_for_fingerprint(&args)?;
+    let fingerprint_with = |shards: usize| fingerprint(&texts, &args, shards, delay, unit, &field_names);
+    let fingerprint = fingerprint_with(shard_count);
     let resumed = match (&args.checkpoint, args.resume) {
-        (Some(dir), true) => resume_from(dir, fingerprint)?,
+        (Some(dir), true) => {
+            // A checkpoint of the same run on another number of threads:
+            // which one, to say so.
+            let taken_with = |f: u64| (1..=MAX_THREADS).find(|&n| fingerprint_with(n) == f);
+            resume_from(dir, (fingerprint, shard_count), taken_with)?
+        }
         (Some(dir), false) => {
             // A fresh run: an earlier run's checkpoints must not be resumed.
             checkpoint::clear(dir)
@@ -299,6 +314,7 @@ pub fn run(args: RunArgs) -> Result<(), Failure> {
             None => front.set_late_policy(late).map_err(late_file)?,
         }
         let mut sharded = ShardedRunner::try_new(front, shards)
+            .and_then(|mut r| r.set_ordered_output().map(|()| r))
             .map_err(|e| Failure::other(format!("cannot start {shard_count} threads: {e}")))?;
         if let Some(ts) = released {
             sharded.resume_released(ts);
@@ -596,7 +612,14 @@ impl Checkpoints {
 
 /// The newest valid checkpoint in `dir` for a run with this fingerprint
 /// (`None`: start from the beginning); unreadable newer ones are reported.
-fn resume_from(dir: &std::path::Path, fingerprint: u64) -> Result<Option<Checkpoint>, Failure> {
+/// The newest checkpoint in `dir`, if its fingerprint is `fingerprint`
+/// (of a run on `shards` threads); `taken_with` finds the number of threads
+/// of a fingerprint otherwise the same, to name it in the error.
+fn resume_from(
+    dir: &std::path::Path,
+    (fingerprint, shards): (u64, usize),
+    taken_with: impl Fn(u64) -> Option<usize>,
+) -> Result<Option<Checkpoint>, Failure> {
     let (found, warnings) = checkpoint::load_newest(dir)
         .map_err(|e| Failure::other(format!("cannot read the checkpoints in {}: {e}", dir.display())))?;
     for w in warnings {
@@ -607,11 +630,19 @@ fn resume_from(dir: &std::path::Path, fingerprint: u64) -> Result<Option<Checkpo
             eprintln!("note: no checkpoint in {}: starting from the beginning", dir.display());
             Ok(None)
         }
-        Some(c) if c.fingerprint != fingerprint => Err(Failure::bad_input(format!(
-            "error: the checkpoint in {} was taken with other queries, alerts, options or input columns; \
-             run with the same ones, or without --resume",
-            dir.display()
-        ))),
+        Some(c) if c.fingerprint != fingerprint => Err(Failure::bad_input(match taken_with(c.fingerprint) {
+            Some(n) => format!(
+                "error: the checkpoint in {} was taken with the queries on {n} thread{} (this run: {shards}; \
+                 without --threads, as many as there are cores); resume with --threads {n}",
+                dir.display(),
+                if n == 1 { "" } else { "s" },
+            ),
+            None => format!(
+                "error: the checkpoint in {} was taken with other queries, alerts, options or input columns; \
+                 run with the same ones, or without --resume",
+                dir.display()
+            ),
+        })),
         Some(c) => {
             eprintln!("note: resuming after row {} from {}", c.position, dir.display());
             Ok(Some(c))
@@ -619,24 +650,35 @@ fn resume_from(dir: &std::path::Path, fingerprint: u64) -> Result<Option<Checkpo
     }
 }
 
+/// The query and alert files, for [`fingerprint`].
+fn read_for_fingerprint(args: &RunArgs) -> Result<Vec<Vec<u8>>, Failure> {
+    [&args.query, &args.levels]
+        .into_iter()
+        .flatten()
+        .map(|path| {
+            std::fs::read(path).map_err(|e| Failure::bad_input(format!("error: cannot read {}: {e}", path.display())))
+        })
+        .collect()
+}
+
 /// Identifies what a checkpoint's state depends on: the query and alert
-/// files, the options that shape the engines, and the input's columns.
+/// files (`texts`), the number of shards, the options that shape the
+/// engines, and the input's columns.
 fn fingerprint(
+    texts: &[Vec<u8>],
     args: &RunArgs,
     shards: usize,
     delay: i64,
     unit: cep_core::TimeUnit,
     fields: &[String],
-) -> Result<u64, Failure> {
+) -> u64 {
     let mut h = xxhash_rust::xxh3::Xxh3::new();
     let mut put = |bytes: &[u8]| {
         h.update(&(bytes.len() as u64).to_le_bytes());
         h.update(bytes);
     };
-    for path in [&args.query, &args.levels].into_iter().flatten() {
-        let text = std::fs::read(path)
-            .map_err(|e| Failure::bad_input(format!("error: cannot read {}: {e}", path.display())))?;
-        put(&text);
+    for text in texts {
+        put(text);
     }
     // The shards, not the parser threads: parsing leaves no state behind.
     put(&(shards as u64).to_le_bytes());
@@ -648,7 +690,7 @@ fn fingerprint(
     for f in fields {
         put(f.as_bytes());
     }
-    Ok(h.digest())
+    h.digest()
 }
 
 /// Wall-clock idleness after which the watermark follows the wall clock.

@@ -350,7 +350,7 @@ fn stats_and_the_partial_match_cap() {
     let d = scratch("stats");
     let q = d.write("q.cep", "PATTERN SEQ(A a, B b) WHERE skip-till-any-match AND [k]\n");
     let e = d.write("e.csv", "ts,type,k\n0,A,1\n1,A,1\n2,A,1\n3,A,2\n4,B,1\n5,B,2\n");
-    let o = run(&q, &e, &["--stats", "--engine", "run"]);
+    let o = run(&q, &e, &["--stats", "--engine", "run", "--threads", "1"]);
     assert_eq!(o.code, Some(0), "{o:#?}");
     assert_eq!(o.stdout.lines().count(), 4);
     let line = |o: &Output, prefix: &str| {
@@ -363,7 +363,7 @@ fn stats_and_the_partial_match_cap() {
 
     // At most one partial match per key: key 1 keeps only its last A.
     for engine in ["run", "stack"] {
-        let o = run(&q, &e, &["--stats", "--max-partials-per-key", "1", "--engine", engine]);
+        let o = run(&q, &e, &["--stats", "--max-partials-per-key", "1", "--engine", engine, "--threads", "1"]);
         assert_eq!(o.code, Some(0), "{o:#?}");
         let rows: Vec<&str> = o.stdout.lines().map(|l| &l[l.find("\"vars\"").unwrap()..]).collect();
         assert_eq!(rows.len(), 2, "{engine}: {o:#?}");

@@ -385,24 +385,37 @@ fn resume_of_a_crlf_file_on_two_threads() {
     let _ = std::fs::remove_dir_all(&dir);
 }
 
-/// Without `--threads` a file is parsed on every core and the queries run on
-/// one thread, which keeps no state of its own: its checkpoints resume with
-/// `--threads 1` and the other way round, the output the same byte for byte.
+/// Without `--threads` the queries run on as many shards as there are
+/// cores, writing the output of `--threads 1` byte for byte. Its
+/// checkpoints resume with `--threads` that many and the other way round;
+/// on another number of threads the resume is refused with the number it
+/// needs.
 #[test]
-fn the_default_and_one_thread_resume_each_other() {
+fn the_default_resumes_as_its_number_of_threads() {
     let dir = scratch("default");
     // Checkpoints of a default run (`checkpointed` passes no --threads).
     let Checkpointed { args, out, want, want_summary, files } = checkpointed(&dir, 60_000, "10000");
-    let one = [&args[..], &["--threads".to_owned(), "1".to_owned()]].concat();
+    let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
+    let with = |n: usize| [&args[..], &["--threads".to_owned(), n.to_string()]].concat();
+    let one = with(1);
     assert_eq!(run_to_end(&one), want_summary);
     assert_eq!(std::fs::read_to_string(&out).unwrap(), want, "--threads 1 and the default differ");
-    for (first, then) in [(&args, &one), (&one, &args)] {
+    let same = with(cores);
+    for (first, then) in [(&args, &same), (&same, &args)] {
         run_to_end(first);
         drop_newest_checkpoint(files[0].parent().unwrap());
         let got_summary = resume(then, &["resuming after row 50000"]);
         assert_eq!(std::fs::read_to_string(&out).unwrap(), want);
         assert_eq!(got_summary, want_summary);
     }
+    // A default run's checkpoints on another number of threads.
+    let other = if cores == 1 { 2 } else { 1 };
+    run_to_end(&args);
+    let o = Command::new(CEP).args(with(other)).arg("--resume").output().unwrap();
+    let stderr = String::from_utf8_lossy(&o.stderr);
+    assert_eq!(o.status.code(), Some(2), "{stderr}");
+    let says = format!("was taken with the queries on {cores} thread");
+    assert!(stderr.contains(&says) && stderr.contains(&format!("resume with --threads {cores}")), "{stderr}");
     let _ = std::fs::remove_dir_all(&dir);
 }
 

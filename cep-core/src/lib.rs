@@ -11,7 +11,7 @@ pub mod time;
 pub mod value;
 
 pub use event::{DEFAULT_TYPE, Event, FlatCursor, FlatEvents};
-pub use matches::{Match, MatchId, match_id};
+pub use matches::{Match, MatchId, cmp_rows_by_var, match_id};
 pub use read::{Format, InputPosition, ReadError, ReadErrorKind, Reader};
 pub use schema::{FieldId, KindSet, Schema, TypeInfo};
 pub use time::{TimeUnit, Timestamp};

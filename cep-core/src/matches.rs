@@ -96,6 +96,33 @@ impl Match {
     }
 }
 
+/// Compares the rows of two matches variable by variable, each variable's
+/// rows as a sequence (`rows[ends[i-1]..ends[i]]` is variable `i`'s): the
+/// tie-break of LANGUAGE.md §3 between matches final at the same moment
+/// with the same start. Not the flat lists compared: a shorter variable
+/// comes first even when a later one differs.
+///
+/// # Examples
+/// ```
+/// use std::cmp::Ordering;
+/// use cep_core::cmp_rows_by_var;
+/// // a = [1], b = [5] against a = [1, 2], b = [3]: the first variable decides.
+/// assert_eq!(cmp_rows_by_var(&[1, 5], &[1, 2], &[1, 2, 3], &[2, 3]), Ordering::Less);
+/// assert_eq!(cmp_rows_by_var(&[1, 5], &[1, 2], &[1, 5], &[1, 2]), Ordering::Equal);
+/// ```
+pub fn cmp_rows_by_var(a_rows: &[u64], a_ends: &[u32], b_rows: &[u64], b_ends: &[u32]) -> std::cmp::Ordering {
+    let (mut la, mut lb) = (0usize, 0usize);
+    for (&ea, &eb) in a_ends.iter().zip(b_ends) {
+        let (ea, eb) = (ea as usize, eb as usize);
+        match a_rows[la..ea].cmp(&b_rows[lb..eb]) {
+            std::cmp::Ordering::Equal => {}
+            o => return o,
+        }
+        (la, lb) = (ea, eb);
+    }
+    std::cmp::Ordering::Equal
+}
+
 /// A stable 128-bit match id.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub struct MatchId(pub u128);

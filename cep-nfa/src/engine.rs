@@ -1506,17 +1506,7 @@ fn cmp_start_rows(a: &Done, b: &Done) -> Ordering {
 
 /// Rows compared variable by variable, each as a sequence.
 fn cmp_vars(a: &Done, b: &Done) -> Ordering {
-    let (mut la, mut lb) = (0usize, 0usize);
-    for (ea, eb) in a.ends.iter().zip(&b.ends) {
-        let (ea, eb) = (*ea as usize, *eb as usize);
-        match a.rows[la..ea].cmp(&b.rows[lb..eb]) {
-            Ordering::Equal => {}
-            o => return o,
-        }
-        la = ea;
-        lb = eb;
-    }
-    Ordering::Equal
+    cep_core::cmp_rows_by_var(&a.rows, &a.ends, &b.rows, &b.ends)
 }
 
 impl<E> std::fmt::Debug for Engine<E> {

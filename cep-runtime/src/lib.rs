@@ -1,6 +1,7 @@
 #![doc = include_str!("../README.md")]
 
 pub mod checkpoint;
+mod order;
 pub mod runtime;
 pub mod shard;
 
@@ -41,6 +42,9 @@ pub struct QueryInfo {
     pub name: String,
     /// Positive variables in `SEQ` order.
     pub vars: Vec<String>,
+    /// Whether its matches become final when the watermark passes their
+    /// `end` (a trailing `NOT … WITHIN`), rather than at their last event.
+    pub at_deadline: bool,
 }
 
 /// Writes matches as JSON lines (LANGUAGE.md §5), reusing one line buffer.
@@ -193,6 +197,9 @@ pub struct Runner {
     choice: EngineChoice,
     construction: Construction,
     max_partials: Option<usize>,
+    /// Scratch for [`Runner::emit_stepped`]: the matches several engines
+    /// made final at once, before they are put in order.
+    fired: Vec<Match>,
 }
 
 /// Events between samples of the live state's peaks.
@@ -273,7 +280,11 @@ pub(crate) fn partition_field(p: &Program<Event>) -> Option<FieldId> {
 
 /// The names a sink needs for a query's matches.
 pub(crate) fn query_info(p: &Program<Event>) -> QueryInfo {
-    QueryInfo { name: p.name.clone(), vars: p.var_names().iter().map(|s| s.to_string()).collect() }
+    QueryInfo {
+        name: p.name.clone(),
+        vars: p.var_names().iter().map(|s| s.to_string()).collect(),
+        at_deadline: p.trailing.is_some(),
+    }
 }
 
 /// The event field whose value is a level alert's key (LANGUAGE.md §4).
@@ -317,6 +328,7 @@ impl Runner {
             choice,
             construction,
             max_partials: None,
+            fired: Vec::new(),
         })
     }
 
@@ -473,8 +485,7 @@ impl Runner {
     /// assert_eq!(got, [("ab".to_string(), vec![1, 2])]); // not row 0 (before), nothing after removal
     /// ```
     pub fn add_query(&mut self, program: Program<Event>) -> Result<usize, String> {
-        let info =
-            QueryInfo { name: program.name.clone(), vars: program.var_names().iter().map(|s| s.to_string()).collect() };
+        let info = query_info(&program);
         let mut engine = QueryEngine::new(program, self.choice, self.construction)?;
         if let Some(cap) = self.max_partials {
             engine.set_max_partials_per_key(cap);
@@ -777,14 +788,54 @@ impl Runner {
     /// event, but the statements before it would already have emitted).
     #[inline]
     fn fire_before(&mut self, ts: Timestamp, mask: u64, sink: &mut impl Sink) -> Result<(), PushError> {
-        for (i, engine) in self.engines.iter_mut().enumerate() {
-            if !in_mask(i, mask) || !engine.emits_on_advance() {
-                continue;
+        self.emit_stepped(mask, sink, |engine| {
+            if engine.emits_on_advance() {
+                engine.advance(ts);
             }
-            engine.advance(ts);
-            emit(i, engine, &self.infos, &mut self.summary, sink)?;
+        })
+    }
+
+    /// Moves the engines of `mask` on with `step` (a watermark, or the end
+    /// of the input) and emits what that made final. With several engines
+    /// their matches are merged in order of `end`, ties in statement order,
+    /// each engine's own order kept: deadlines fire in deadline order
+    /// across statements as within one, whichever event or watermark
+    /// passes them. (So the order does not depend on which event passed a
+    /// deadline, and shards that see different events of the stream can
+    /// rebuild it: `order`.)
+    fn emit_stepped(
+        &mut self,
+        mask: u64,
+        sink: &mut impl Sink,
+        mut step: impl FnMut(&mut QueryEngine<Event>),
+    ) -> Result<(), PushError> {
+        if let [engine] = &mut self.engines[..] {
+            if in_mask(0, mask) {
+                step(engine);
+                emit(0, engine, &self.infos, &mut self.summary, sink)?;
+            }
+            return Ok(());
         }
-        Ok(())
+        let mut fired = std::mem::take(&mut self.fired);
+        for (i, engine) in self.engines.iter_mut().enumerate() {
+            if in_mask(i, mask) {
+                step(engine);
+                while let Some(mut m) = engine.pop() {
+                    m.query = i;
+                    fired.push(m);
+                }
+            }
+        }
+        fired.sort_by_key(|m| (m.end, m.query));
+        let mut result = Ok(());
+        for m in fired.drain(..) {
+            if result.is_ok() {
+                self.summary.matches[m.query] += 1;
+                result = sink.on_match(&self.infos[m.query], &m);
+            }
+        }
+        self.fired = fired;
+        Ok(result?)
     }
 
     /// The level alerts' part of [`feed`](Self::feed) (out of line, so that
@@ -822,11 +873,7 @@ impl Runner {
 
     /// Moves every engine's watermark, firing the deadlines it passes.
     fn advance_engines(&mut self, wm: Timestamp, sink: &mut impl Sink) -> Result<(), PushError> {
-        for (i, engine) in self.engines.iter_mut().enumerate() {
-            engine.advance(wm);
-            emit(i, engine, &self.infos, &mut self.summary, sink)?;
-        }
-        Ok(())
+        self.emit_stepped(u64::MAX, sink, |engine| engine.advance(wm))
     }
 
     fn on_late(&mut self, e: &Event, watermark: Timestamp) -> Result<(), PushError> {
@@ -859,10 +906,7 @@ impl Runner {
             self.feed_all(&mut ready, sink).map_err(io)?;
         }
         self.peaks.partials_at_end = self.sample();
-        for (i, engine) in self.engines.iter_mut().enumerate() {
-            engine.finish();
-            emit(i, engine, &self.infos, &mut self.summary, sink).map_err(io)?;
-        }
+        self.emit_stepped(u64::MAX, sink, QueryEngine::finish).map_err(io)?;
         if let Some(out) = &mut self.late_out {
             out.flush()?;
         }

@@ -135,6 +135,7 @@ mod balance;
 
 use self::balance::{Balance, Load, Step};
 use crate::checkpoint::ShardedSnapshot;
+use crate::order::{KeyedLines, Lines, Merger};
 use crate::{
     JsonLines, LEVELS_BIT, MASK_QUERIES, PushError, QueryInfo, Runner, RunnerSnapshot, RunnerStats, Sink, Summary,
 };
@@ -315,7 +316,7 @@ impl Batch {
     /// Runs the events on `runner`, where they are: at once when all are
     /// for the same queries (no per-event masks), else run by run of events
     /// for the same queries.
-    fn run_on(&self, runner: &mut Runner, sink: &mut JsonLines<Vec<u8>>) -> Result<(), PushError> {
+    fn run_on(&self, runner: &mut Runner, sink: &mut impl Sink) -> Result<(), PushError> {
         let events = &self.events[..self.len];
         if self.masks.is_empty() && !events.is_empty() {
             runner.push_batch_for(events, self.mask, sink)?;
@@ -448,6 +449,9 @@ enum ToShard {
     Release(usize),
     /// Blocks to parse whenever the worker has nothing else to do.
     Help(Receiver<ParseJob>),
+    /// From now on, send each step's lines with their keys
+    /// ([`ShardedRunner::set_ordered_output`]).
+    Ordered,
     /// The end of the run: with `input_ended`, the end of the input
     /// (every slice finishes); without, a stop (see
     /// [`ShardedRunner::stop`]). Either way, reply with each slice's counts.
@@ -461,6 +465,10 @@ pub type Control = Box<dyn FnOnce(&mut Runner) -> Result<(), String> + Send>;
 enum FromShard {
     /// Output lines.
     Out(Vec<u8>),
+    /// Worker `i`'s lines of its next step, with their keys (ordered
+    /// output: one such message per bundle, block, checkpoint and end,
+    /// even without a line).
+    Lines(usize, Lines),
     /// Slice `j` has finished; its counts and statistics.
     Done(usize, Summary, RunnerStats),
     /// Slice `j`'s state at a checkpoint barrier.
@@ -515,6 +523,8 @@ pub struct ShardedRunner {
     /// Per shard, the blocks sent to it that it has not said it is done
     /// with.
     blocks_held: Vec<usize>,
+    /// With ordered output, the shards' steps waiting to be merged.
+    merger: Option<Merger>,
 }
 
 impl std::fmt::Debug for ShardedRunner {
@@ -678,7 +688,54 @@ impl ShardedRunner {
             written: 0,
             clock: Clock::new(FLUSH_AFTER),
             blocks_held: vec![0; workers],
+            merger: None,
         })
+    }
+
+    /// From now on, writes the matches and fires in the order one
+    /// [`Runner`] fed the same events writes them, byte for byte, instead
+    /// of as each shard sends them (see the `order` module): each line
+    /// gets its place in that order from its own match or fire, and the
+    /// lines of each batch are written, merged, once every shard has run
+    /// it. Call it before the first event. Not with
+    /// [`balanced`](Self::balanced), whose calling thread writes the
+    /// output of its own slices as it goes: an error.
+    ///
+    /// (Under the stack engine's batch construction, which one runner also
+    /// emits batch by batch, the order is by each match's last event; the
+    /// same multiset.)
+    ///
+    /// # Examples
+    /// ```
+    /// use cep_core::{Event, Schema, Sym, Value};
+    /// use cep_nfa::compile::{compile, Options};
+    /// use cep_runtime::{JsonLines, Runner, shard::ShardedRunner};
+    ///
+    /// let q = "PATTERN SEQ(A a, NOT B b WITHIN 5) WHERE [k]";
+    /// let mut schema = Schema::new();
+    /// schema.field("k");
+    /// let runner = |schema: &mut Schema| Runner::new(compile(q, schema, &Options::default()).unwrap().programs);
+    /// let mut sharded = ShardedRunner::new(Runner::new(Vec::new()), (0..3).map(|_| runner(&mut schema.clone())).collect());
+    /// sharded.set_ordered_output().unwrap();
+    /// let (mut one, mut out, mut want) = (runner(&mut schema.clone()), Vec::new(), JsonLines::new(Vec::new()));
+    /// for row in 0..40u64 {
+    ///     let e = Event::new(Sym::new("A"), row as i64 / 4, row, vec![Value::Int(row as i64 % 7)]);
+    ///     sharded.push(&e, &mut out).unwrap();
+    ///     one.push(&e, &mut want).unwrap();
+    /// }
+    /// sharded.finish(&mut out).unwrap();
+    /// one.finish(&mut want).unwrap();
+    /// assert_eq!(out, want.into_inner().unwrap());
+    /// ```
+    pub fn set_ordered_output(&mut self) -> io::Result<()> {
+        if self.batches.balance.is_some() {
+            return Err(io::Error::other("ordered output needs every key on a shard thread (ShardedRunner::new)"));
+        }
+        for w in 0..self.batches.txs.len() {
+            self.batches.deliver(w, ToShard::Ordered)?;
+        }
+        self.merger = Some(Merger::new(self.batches.txs.len()));
+        Ok(())
     }
 
     /// How long a partial batch may wait, in wall-clock time, before it is
@@ -1110,7 +1167,13 @@ impl ShardedRunner {
                 self.failed.get_or_insert_with(|| "a shard thread panicked".into());
             }
         }
-        self.write_output(out).map_err(into_io)?;
+        let written = self.write_output(out);
+        // Ordered, a shard that stopped on an error leaves the steps after
+        // it unfinished: what the others sent goes out, merged.
+        if let Some(merger) = &mut self.merger {
+            self.written += merger.flush(out)?;
+        }
+        written.map_err(into_io)?;
         match &self.failed {
             Some(why) => Err(io::Error::other(why.clone())),
             None => Ok(self.summary()),
@@ -1170,6 +1233,10 @@ impl ShardedRunner {
                 self.write_here(out)?;
                 out.write_all(&bytes)?;
                 self.written += bytes.len() as u64;
+            }
+            FromShard::Lines(i, lines) => {
+                let merger = self.merger.as_mut().expect("keyed lines come only when ordered");
+                self.written += merger.take(i, lines, out)?;
             }
             FromShard::Released(j, runner) => self.batches.arrive(j, runner).map_err(into_io)?,
             FromShard::Done(i, summary, stats) => {
@@ -1841,11 +1908,13 @@ impl Shard {
     /// Runs the bundles until the end of the input or an error, which it
     /// sends back before stopping.
     fn run(mut self) {
-        let mut sink = JsonLines::new(Vec::new());
+        let mut sink = KeyedLines::new();
         let mut help: Option<Receiver<ParseJob>> = None;
         while let Ok(msg) = self.next(&mut help) {
             let finish = matches!(msg, ToShard::End { .. });
             let was_block = matches!(msg, ToShard::Block(..));
+            // A checkpoint and the end send their step's lines themselves.
+            let step = matches!(msg, ToShard::Bundle(..) | ToShard::Block(..));
             let result = match msg {
                 ToShard::Bundle(bundle) => {
                     let start = Instant::now();
@@ -1863,7 +1932,7 @@ impl Shard {
                 }
                 ToShard::Release(j) => match self.runners.get_mut(j).and_then(Option::take) {
                     Some(runner) => {
-                        self.send_output(&mut sink);
+                        self.send_output(&mut sink, false);
                         let _ = self.out.send(FromShard::Released(j, runner));
                         Ok(())
                     }
@@ -1873,12 +1942,16 @@ impl Shard {
                     help = Some(jobs);
                     Ok(())
                 }
+                ToShard::Ordered => {
+                    sink.keep_keys();
+                    Ok(())
+                }
             };
             if let Err(err) = result {
                 let _ = self.out.send(FromShard::Failed(format!("shard {}: {err}", self.me)));
                 return;
             }
-            self.send_output(&mut sink);
+            self.send_output(&mut sink, step);
             if was_block {
                 let _ = self.out.send(FromShard::BlockDone(self.me));
             }
@@ -1888,21 +1961,25 @@ impl Shard {
         }
     }
 
-    /// Sends the output so far, if any.
-    fn send_output(&self, sink: &mut JsonLines<Vec<u8>>) {
-        let bytes = std::mem::take(sink.get_mut());
-        if !bytes.is_empty() {
-            let _ = self.out.send(FromShard::Out(bytes));
+    /// Sends the output so far, if any; with ordered output, only at the
+    /// end of a step (`step_end`), and then even none.
+    fn send_output(&self, sink: &mut KeyedLines, step_end: bool) {
+        if sink.keeps_keys() {
+            if step_end {
+                let _ = self.out.send(FromShard::Lines(self.me, sink.take()));
+            }
+        } else if !sink.is_empty() {
+            let _ = self.out.send(FromShard::Out(sink.take().bytes));
         }
     }
 
     /// Sends the output so far, then the state of each slice.
-    fn checkpoint(&mut self, sink: &mut JsonLines<Vec<u8>>) -> Result<(), String> {
+    fn checkpoint(&mut self, sink: &mut KeyedLines) -> Result<(), String> {
         let mut snaps = Vec::new();
         for (j, runner) in self.mine() {
             snaps.push((j, runner.snapshot().map_err(|e| format!("checkpoint: {e}"))?));
         }
-        self.send_output(sink);
+        self.send_output(sink, true);
         for (j, snap) in snaps {
             let _ = self.out.send(FromShard::Snapshot(j, Box::new(snap)));
         }
@@ -1911,7 +1988,7 @@ impl Shard {
 
     /// Ends each slice: its last matches when `input_ended`, then its
     /// counts.
-    fn end(&mut self, input_ended: bool, sink: &mut JsonLines<Vec<u8>>) -> Result<(), String> {
+    fn end(&mut self, input_ended: bool, sink: &mut KeyedLines) -> Result<(), String> {
         let mut done = Vec::new();
         for (j, runner) in self.mine() {
             if input_ended {
@@ -1919,7 +1996,7 @@ impl Shard {
             }
             done.push(FromShard::Done(j, runner.summary().clone(), runner.stats()));
         }
-        self.send_output(sink);
+        self.send_output(sink, true);
         for msg in done {
             let _ = self.out.send(msg);
         }
@@ -1928,13 +2005,7 @@ impl Shard {
 
     /// Runs each of this worker's slices' part of a block, then the
     /// watermark `wm`.
-    fn block(
-        &mut self,
-        block: &PartedBlock,
-        mask: u64,
-        wm: Timestamp,
-        sink: &mut JsonLines<Vec<u8>>,
-    ) -> Result<(), PushError> {
+    fn block(&mut self, block: &PartedBlock, mask: u64, wm: Timestamp, sink: &mut KeyedLines) -> Result<(), PushError> {
         let mut events = std::mem::take(&mut self.events);
         for (j, runner) in self.mine() {
             let part = block.part(j);
@@ -1952,7 +2023,7 @@ impl Shard {
 
     /// Runs a bundle's events, where they are, each slice's on its runner,
     /// then moves every slice it runs to the bundle's watermark.
-    fn bundle(&mut self, bundle: &Bundle, sink: &mut JsonLines<Vec<u8>>) -> Result<(), PushError> {
+    fn bundle(&mut self, bundle: &Bundle, sink: &mut KeyedLines) -> Result<(), PushError> {
         for (j, part) in bundle.parts.iter().enumerate() {
             if part.len == 0 {
                 continue;

@@ -29,24 +29,30 @@ fn runner(case: &Case, schema: &mut Schema, delay: i64) -> Runner {
     r
 }
 
+/// Output lines, in their order.
+fn lines_in_order(bytes: Vec<u8>) -> Vec<String> {
+    String::from_utf8(bytes).unwrap().lines().map(str::to_owned).collect()
+}
+
+/// Output lines, sorted (the multiset).
 fn lines(bytes: Vec<u8>) -> Vec<String> {
-    let mut v: Vec<String> = String::from_utf8(bytes).unwrap().lines().map(str::to_owned).collect();
+    let mut v = lines_in_order(bytes);
     v.sort();
     v
 }
 
-/// The output of one runner over `events`, sorted.
+/// The output of one runner over `events`, in order.
 fn one_thread(mut one: Runner, events: &[Event]) -> Vec<String> {
     let mut sink = JsonLines::new(Vec::new());
     for e in events {
         one.push(e, &mut sink).unwrap();
     }
     one.finish(&mut sink).unwrap();
-    lines(sink.into_inner().unwrap())
+    lines_in_order(sink.into_inner().unwrap())
 }
 
-/// The output of the sharded runtime over `events`, sorted, and its match
-/// and fire counts.
+/// The output of the sharded runtime over `events`, in order, and its
+/// match and fire counts.
 fn sharded(r: &mut ShardedRunner, events: &[Event]) -> (Vec<String>, u64) {
     let mut out = Vec::new();
     for e in events {
@@ -54,18 +60,27 @@ fn sharded(r: &mut ShardedRunner, events: &[Event]) -> (Vec<String>, u64) {
     }
     let summary = r.finish(&mut out).unwrap();
     assert_eq!(summary.events, events.len() as u64 - summary.late);
-    (lines(out), summary.matches.iter().sum::<u64>() + summary.fires)
+    (lines_in_order(out), summary.matches.iter().sum::<u64>() + summary.fires)
+}
+
+/// Sorted, unless `ordered` (the lines compared as they came).
+fn as_compared(mut lines: Vec<String>, ordered: bool) -> Vec<String> {
+    if !ordered {
+        lines.sort();
+    }
+    lines
 }
 
 /// The sharded runtime `build` makes (from a front with `delay` and
-/// `slices` runners) against one runner. `flush_now`: every partial batch
-/// goes out at the next push (so each event travels in its own batch, with
-/// its own watermark). Returns the runtime, for what else to check.
+/// `slices` runners) against one runner: the same lines, in the same order
+/// when `ordered` ([`ShardedRunner::set_ordered_output`]). `flush_now`:
+/// every partial batch goes out at the next push (so each event travels in
+/// its own batch, with its own watermark). Returns the runtime, for what
+/// else to check.
 fn check_with(
     case: &Case,
     slices: usize,
-    delay: i64,
-    flush_now: bool,
+    (delay, flush_now, ordered): (i64, bool, bool),
     build: impl FnOnce(Runner, Vec<Runner>) -> ShardedRunner,
 ) -> Result<ShardedRunner, TestCaseError> {
     let want = one_thread(runner(case, &mut case.schema.clone(), delay), &case.events);
@@ -76,15 +91,18 @@ fn check_with(
     if flush_now {
         r.set_flush_after(Duration::ZERO);
     }
+    if ordered {
+        r.set_ordered_output().unwrap();
+    }
     let (got, count) = sharded(&mut r, &case.events);
     prop_assert_eq!(count, want.len() as u64);
-    prop_assert_eq!(got, want, "query: {}", case.query);
+    prop_assert_eq!(as_compared(got, ordered), as_compared(want, ordered), "query: {}", case.query);
     Ok(r)
 }
 
 /// [`check_with`] on `shards` shard threads.
-fn check(case: &Case, shards: usize, delay: i64, flush_now: bool) -> Result<(), TestCaseError> {
-    check_with(case, shards, delay, flush_now, ShardedRunner::new).map(drop)
+fn check(case: &Case, shards: usize, delay: i64, flush_now: bool, ordered: bool) -> Result<(), TestCaseError> {
+    check_with(case, shards, (delay, flush_now, ordered), ShardedRunner::new).map(drop)
 }
 
 /// [`check_with`] for the balanced runtime: `slices` slices, `workers`
@@ -97,7 +115,7 @@ fn check_balanced(
     flush_now: bool,
     seed: u64,
 ) -> Result<(), TestCaseError> {
-    let r = check_with(case, slices, delay, flush_now, |front, runners| {
+    let r = check_with(case, slices, (delay, flush_now, false), |front, runners| {
         let mut r = ShardedRunner::split(front, runners, workers, here, false);
         r.shuffle_slices(seed);
         r
@@ -122,12 +140,15 @@ proptest! {
         check_balanced(&case, layout, delay, flush_now, seed)?;
     }
 
+    /// The same matches, and with ordered output the same lines in the
+    /// same order.
     #[test]
     fn two_and_three_shards_equal_one(case in prop_oneof![
         arb_case("skip-till-any-match"), arb_case("skip-till-next-match"), arb_case("strict-contiguity")],
         delay in prop_oneof![Just(0i64), 1i64..4], flush_now: bool) {
-        check(&case, 2, delay, flush_now)?;
-        check(&case, 3, delay, flush_now)?;
+        check(&case, 2, delay, flush_now, false)?;
+        check(&case, 2, delay, flush_now, true)?;
+        check(&case, 3, delay, flush_now, true)?;
     }
 
     /// Read from a file split by shard (`ShardedRunner::partition`), whole
@@ -137,12 +158,15 @@ proptest! {
     fn blocks_from_a_partitioned_reader_equal_one(case in prop_oneof![
         arb_case("skip-till-any-match"), arb_case("skip-till-next-match"), arb_case("strict-contiguity")],
         shards in 2usize..4, delay in prop_oneof![3 => Just(0i64), 1 => 1i64..4], take: bool,
-        parsers in 0usize..3, help: bool) {
+        parsers in 0usize..3, help: bool, ordered: bool) {
         let want = one_thread(runner(&case, &mut case.schema.clone(), delay), &case.events);
         let mut front = Runner::new(Vec::new());
         front.set_max_delay(delay);
         let runners = (0..shards).map(|_| runner(&case, &mut case.schema.clone(), 0)).collect();
         let mut r = ShardedRunner::new(front, runners);
+        if ordered {
+            r.set_ordered_output().unwrap();
+        }
         let path = std::env::temp_dir().join(format!("cep-blocks-{}-{:?}.csv", std::process::id(), std::thread::current().id()));
         std::fs::write(&path, case_csv(&case.events)).unwrap();
         let head = Reader::new(std::io::BufReader::new(std::fs::File::open(&path).unwrap()), "t", Format::Csv).unwrap();
@@ -173,7 +197,7 @@ proptest! {
         std::fs::remove_file(&path).unwrap();
         prop_assert_eq!(blocks > 0, take && r.partition().is_some() && !case.events.is_empty());
         r.finish(&mut out).unwrap();
-        prop_assert_eq!(lines(out), want, "query: {}", case.query);
+        prop_assert_eq!(as_compared(lines_in_order(out), ordered), as_compared(want, ordered), "query: {}", case.query);
     }
 }
 
@@ -240,16 +264,22 @@ fn runner_with_levels(schema: &Schema, shard: Option<(usize, usize)>) -> Runner 
 #[test]
 fn queries_on_different_keys_and_levels_over_full_batches_equal_one() {
     let (events, schema) = stream(30_000);
-    let want = one_thread(runner_with_levels(&schema, None), &events);
+    let in_order = one_thread(runner_with_levels(&schema, None), &events);
+    let want = as_compared(in_order.clone(), false);
     let count = |prefix: &str| want.iter().filter(|l| l.starts_with(prefix)).count();
     for prefix in ["{\"query\":\"by_k\"", "{\"query\":\"by_g\"", "{\"query\":\"all\"", "{\"level\""] {
         assert!(count(prefix) > 20, "{prefix}: {} lines", count(prefix));
     }
-    for n in [2, 3] {
+    for (n, ordered) in [(2, false), (3, false), (2, true), (3, true)] {
         let shards = (0..n).map(|i| runner_with_levels(&schema, Some((i, n)))).collect();
-        let (got, total) = sharded(&mut ShardedRunner::new(Runner::new(Vec::new()), shards), &events);
+        let mut r = ShardedRunner::new(Runner::new(Vec::new()), shards);
+        if ordered {
+            r.set_ordered_output().unwrap();
+        }
+        let (got, total) = sharded(&mut r, &events);
         assert_eq!(total, want.len() as u64, "{n} shards");
-        assert!(got == want, "{n} shards: outputs differ");
+        let (got, want) = if ordered { (got, &in_order) } else { (as_compared(got, false), &want) };
+        assert!(&got == want, "{n} shards, ordered {ordered}: outputs differ");
     }
     // Balanced: 8 slices shared by this thread and 1 or 2 workers, moving
     // at random at every send, or following the load.
@@ -261,7 +291,7 @@ fn queries_on_different_keys_and_levels_over_full_batches_equal_one() {
         }
         let (got, total) = sharded(&mut r, &events);
         assert_eq!(total, want.len() as u64, "balanced, {workers} workers");
-        assert!(got == want, "balanced, {workers} workers, shuffled {shuffle}: outputs differ");
+        assert!(as_compared(got, false) == want, "balanced, {workers} workers, shuffled {shuffle}: outputs differ");
     }
 }
 
@@ -447,4 +477,38 @@ fn a_match_on_the_calling_thread_is_written_at_the_next_look() {
     }
     assert_eq!(String::from_utf8_lossy(&out).lines().count(), 1, "the match is out before the end");
     assert_eq!(r.finish(&mut out).unwrap().matches, [1]);
+}
+
+/// Two statements with trailing `NOT`s of different quiet periods, keyed by
+/// different fields: at an event that passes deadlines of both, one runner
+/// fires them in deadline order (ties in statement order), and ordered
+/// shards write exactly its lines.
+#[test]
+fn deadlines_of_several_statements_keep_one_runners_order() {
+    let (events, schema) = stream(20_000);
+    let queries = "QUERY late_a PATTERN SEQ(A a, NOT B n WITHIN 5) WHERE [k];
+        QUERY late_b PATTERN SEQ(B b, NOT A n WITHIN 3) WHERE [g] AND b.x >= 50;
+        QUERY now PATTERN SEQ(A a, B b) WHERE [k] WITHIN 4;";
+    let runner = || {
+        let progs = compile(queries, &mut schema.clone(), &Options::default()).expect("the queries compile").programs;
+        Runner::new(progs)
+    };
+    let want = one_thread(runner(), &events);
+    for q in ["late_a", "late_b", "now"] {
+        let n = want.iter().filter(|l| l.starts_with(&format!("{{\"query\":\"{q}\""))).count();
+        assert!(n > 100, "{q}: {n} matches");
+    }
+    // Deadlines of both statements pass at one event, the later one's
+    // statement first in the file, and come out by deadline.
+    let end = |l: &str| l.split("\"end\":").nth(1).and_then(|r| r.split(',').next()).unwrap().parse::<i64>().unwrap();
+    let crossed =
+        want.windows(2).any(|w| w[0].contains("late_b") && w[1].contains("late_a") && end(&w[0]) < end(&w[1]));
+    assert!(crossed, "no deadline of the second statement before one of the first");
+    for n in [2, 3] {
+        let mut r = ShardedRunner::new(Runner::new(Vec::new()), (0..n).map(|_| runner()).collect());
+        r.set_ordered_output().unwrap();
+        let (got, total) = sharded(&mut r, &events);
+        assert_eq!(total, want.len() as u64, "{n} shards");
+        assert!(got == want, "{n} shards: the order differs");
+    }
 }
