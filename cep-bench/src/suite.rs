@@ -934,8 +934,8 @@ impl Drop for Scratch {
 /// W5 through the binary: `cep run --threads N` on a CSV of the first
 /// `n` W1 ticks (written by the contender's preparation), its matches read
 /// back from `--out`; the pass times the whole process.
-/// `cep run` with `--threads N`, or without the flag (`None`: a file parsed
-/// on every core, the query on one thread).
+/// `cep run` with `--threads N`, or without the flag (`None`: a shard per
+/// core).
 fn cli_contender(name: &'static str, threads: Option<usize>) -> Contender {
     Contender::new(name, move |n| {
         let tag = threads.map_or("default".to_owned(), |t| t.to_string());
@@ -1372,8 +1372,8 @@ pub fn workloads(scale: Scale) -> Vec<Workload> {
     out.push(w5(
         "W5-cli",
         format!(
-            "rise_spike through `cep run --threads 1|2` and `cep run` (the default: the file parsed on every core, \
-             the query on one thread) on a CSV file of the first {} W1 ticks, parsing included (the `cep` binary \
+            "rise_spike through `cep run --threads 1|2` and `cep run` (the default: a shard per core, so \
+             `--threads 2` here) on a CSV file of the first {} W1 ticks, parsing included (the `cep` binary \
              beside this one; `cargo xtask bench` builds it); wall time of the process; peak RSS is the bench's \
              own, not cep's. `2 × 1 thread, keys split` is what two cores give here at best: the file split by \
              key in two, each half run by its own `cep run --threads 1` at the same time",

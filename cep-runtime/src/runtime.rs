@@ -3,7 +3,9 @@
 //! events in with [`Runtime::push`], JSON lines (LANGUAGE.md §5) out.
 //!
 //! On one thread it drives a [`Runner`]; with more, a
-//! [`ShardedRunner::balanced`]. The output is the
+//! [`ShardedRunner::balanced`] (the same lines, as a multiset), or with
+//! [`RuntimeBuilder::ordered_output`] shard threads whose lines are merged
+//! in one thread's order. The output is the
 //! contract's lines in either case: to a writer, a callback, or a channel.
 //! (For matches as typed values, drive a [`Runner`] with a [`Sink`](crate::Sink).)
 
@@ -140,6 +142,7 @@ pub struct RuntimeBuilder {
     construction: Construction,
     max_partials: Option<usize>,
     time_unit: TimeUnit,
+    ordered: bool,
 }
 
 impl RuntimeBuilder {
@@ -169,6 +172,46 @@ impl RuntimeBuilder {
     /// thread running a share that follows the load.
     pub fn threads(mut self, n: usize) -> Self {
         self.threads = n;
+        self
+    }
+
+    /// With several threads, write the lines in the order one thread
+    /// writes them, byte for byte (default: off, each shard's lines as
+    /// they come: the same multiset). On, the runtime runs `threads` shard
+    /// threads beside the calling thread, which orders and routes the
+    /// events and merges each batch's lines once every shard has run it
+    /// ([`ShardedRunner::set_ordered_output`]), instead of
+    /// [`ShardedRunner::balanced`]'s share of the keys on the calling
+    /// thread. No effect on one thread.
+    ///
+    /// # Examples
+    /// ```
+    /// use std::sync::{Arc, Mutex};
+    /// use cep_core::{Event, Sym, Value};
+    /// use cep_runtime::runtime::{Output, Runtime};
+    ///
+    /// let run = |threads: usize| {
+    ///     let got = Arc::new(Mutex::new(Vec::new()));
+    ///     let sink = got.clone();
+    ///     let mut rt = Runtime::builder()
+    ///         .query("PATTERN SEQ(A a, NOT B b WITHIN 3) WHERE [k]")
+    ///         .threads(threads)
+    ///         .ordered_output(true)
+    ///         .build(Output::Lines(Box::new(move |l| sink.lock().unwrap().push(l.to_owned()))))
+    ///         .unwrap();
+    ///     let k = rt.schema().lookup("k").unwrap() as usize;
+    ///     for i in 0..500u64 {
+    ///         let mut fields = vec![Value::Null; k + 1];
+    ///         fields[k] = Value::Int((i % 13) as i64);
+    ///         rt.push(&Event::new(Sym::new(if i % 5 == 0 { "B" } else { "A" }), i as i64 / 3, i, fields)).unwrap();
+    ///     }
+    ///     rt.finish().unwrap();
+    ///     got.lock().unwrap().clone()
+    /// };
+    /// assert_eq!(run(3), run(1));
+    /// ```
+    pub fn ordered_output(mut self, on: bool) -> Self {
+        self.ordered = on;
         self
     }
 
@@ -259,7 +302,7 @@ impl RuntimeBuilder {
             if first.len() > MASK_QUERIES {
                 return Err(format!("a runtime on several threads runs at most {MASK_QUERIES} queries"));
             }
-            let slices = ShardedRunner::slices_for(self.threads);
+            let slices = if self.ordered { self.threads } else { ShardedRunner::slices_for(self.threads) };
             let mut shards = vec![new_runner(first, &self)?];
             for _ in 1..slices {
                 let progs = programs(&self.queries, &mut self.schema.clone())?;
@@ -274,7 +317,14 @@ impl RuntimeBuilder {
             let mut front = Runner::new(Vec::new());
             front.set_max_delay(self.max_delay);
             front.set_late_policy(self.late.clone()).map_err(|e| format!("cannot open the late-event file: {e}"))?;
-            Pipeline::Sharded(Box::new(ShardedRunner::balanced(front, shards, self.threads - 1)), out)
+            let sharded = if self.ordered {
+                let mut r = ShardedRunner::try_new(front, shards).map_err(|e| format!("cannot start a thread: {e}"))?;
+                r.set_ordered_output().map_err(|e| e.to_string())?;
+                r
+            } else {
+                ShardedRunner::balanced(front, shards, self.threads - 1)
+            };
+            Pipeline::Sharded(Box::new(sharded), out)
         };
         Ok(Runtime {
             pipeline,
@@ -356,6 +406,7 @@ impl Runtime {
             construction: Construction::Direct,
             max_partials: None,
             time_unit: TimeUnit::Millis,
+            ordered: false,
         }
     }
 

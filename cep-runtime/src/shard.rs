@@ -118,7 +118,11 @@
 //! slice, a batch per slice) and a runner per slice.
 //!
 //! Matches are the same multiset as on one thread; their order between
-//! shards is not (within a key it is).
+//! shards is not (within a key it is), unless the output is
+//! [ordered](ShardedRunner::set_ordered_output): then each batch's lines
+//! are merged, once every shard has run the batch, in the order one
+//! runner writes them (the `order` module says how a line's place follows
+//! from its own match or fire), byte for byte what one runner writes.
 
 use std::io::{self, Write};
 use std::sync::Arc;

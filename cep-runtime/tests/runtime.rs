@@ -89,6 +89,34 @@ fn every_output_and_thread_count_gives_the_same_lines() {
     assert_eq!(results[0], results[2]);
 }
 
+/// With ordered output, several threads write one thread's lines in its
+/// order, queries with and without a trailing `NOT` and level alerts alike.
+#[test]
+fn ordered_output_on_threads_is_one_threads_output() {
+    let run = |threads: usize| {
+        let got = Arc::new(Mutex::new(Vec::new()));
+        let sink = got.clone();
+        let mut rt = Runtime::builder()
+            .query(&format!("{PAIR};"))
+            .query("QUERY quiet PATTERN SEQ(A a, NOT B b WITHIN 4) WHERE [k] AND a.x > 3")
+            .alerts((0..5).map(|k| Alert::above(format!("hi{k}"), Value::Int(k), "x", 12.0, 2.0)))
+            .threads(threads)
+            .ordered_output(true)
+            .build(Output::Lines(Box::new(move |l| sink.lock().unwrap().push(l.to_owned()))))
+            .unwrap();
+        let evs = events(&rt, 5000);
+        rt.push_batch(&evs).unwrap();
+        rt.finish().unwrap();
+        got.lock().unwrap().clone()
+    };
+    let one = run(1);
+    for prefix in [r#"{"query":"pair""#, r#"{"query":"quiet""#, r#"{"level""#] {
+        assert!(one.iter().filter(|l| l.starts_with(prefix)).count() > 50, "{prefix}");
+    }
+    assert!(run(2) == one, "2 threads");
+    assert!(run(4) == one, "4 threads");
+}
+
 #[test]
 fn queries_and_alerts_come_and_go_while_events_flow() {
     let one = come_and_go(1);
