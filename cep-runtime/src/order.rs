@@ -40,8 +40,10 @@ use cep_index::Fire;
 use crate::{JsonLines, QueryInfo, Sink};
 
 /// Where a line falls in one runner's emission order (see the
-/// [module](self) docs).
-#[derive(Clone, Debug, PartialEq, Eq)]
+/// [module](self) docs). A deadline's tie-break, the match's rows, lies in
+/// the [`Lines`] the key belongs to (`rows`, `ends`), so that keeping a key
+/// allocates nothing of its own.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(crate) struct LineKey {
     /// The match's `end` (its last event's `ts`, or its deadline), or the
     /// fire's `ts`.
@@ -52,119 +54,149 @@ pub(crate) struct LineKey {
     row: u64,
     /// The statement's index ([`LEVELS`] for a level alert).
     stmt: usize,
-    /// At a deadline: the match's start and rows (a deadline fires matches
-    /// of many keys at once).
+    /// At a deadline: the match's start (a deadline fires matches of many
+    /// keys at once), then its rows and variable ends, where they lie in
+    /// the `rows` and `ends` of its [`Lines`].
     start: Timestamp,
-    rows: Vec<u64>,
-    ends: Vec<u32>,
+    rows: (usize, usize),
+    ends: (usize, usize),
+    /// Where its line ends in the `bytes` of its [`Lines`].
+    end: usize,
 }
 
 /// The "statement" of level alerts: after every query's.
 const LEVELS: usize = usize::MAX;
 
-impl LineKey {
-    /// The key of a match of query `q`.
-    pub(crate) fn of_match(q: &QueryInfo, m: &Match) -> LineKey {
-        let key = LineKey {
+/// One shard's output of one step: JSON lines, with each line's key.
+#[derive(Debug, Default)]
+pub(crate) struct Lines {
+    pub(crate) bytes: Vec<u8>,
+    keys: Vec<LineKey>,
+    /// The rows and variable ends of the deadlines' matches.
+    rows: Vec<u64>,
+    ends: Vec<u32>,
+}
+
+impl Lines {
+    /// Keys the line just written, which ends at byte `end`, as a match of
+    /// query `q`.
+    fn key_match(&mut self, q: &QueryInfo, m: &Match, end: usize) {
+        let mut key = LineKey {
             time: m.end,
             deadline: q.at_deadline,
             row: 0,
             stmt: m.query,
             start: 0,
-            rows: Vec::new(),
-            ends: Vec::new(),
+            rows: (0, 0),
+            ends: (0, 0),
+            end,
         };
         if q.at_deadline {
-            LineKey { start: m.start, rows: m.rows.clone(), ends: m.ends.clone(), ..key }
+            key.start = m.start;
+            key.rows = (self.rows.len(), self.rows.len() + m.rows.len());
+            key.ends = (self.ends.len(), self.ends.len() + m.ends.len());
+            self.rows.extend_from_slice(&m.rows);
+            self.ends.extend_from_slice(&m.ends);
         } else {
             // Rows go variable after variable, each in processing order:
             // the last is the event that completed it.
-            LineKey { row: m.rows.last().copied().unwrap_or(0), ..key }
+            key.row = m.rows.last().copied().unwrap_or(0);
         }
+        self.keys.push(key);
     }
 
-    /// The key of a level alert's fire.
-    pub(crate) fn of_fire(f: &Fire<'_>) -> LineKey {
-        LineKey { time: f.ts, deadline: false, row: f.row, stmt: LEVELS, start: 0, rows: Vec::new(), ends: Vec::new() }
+    /// Keys the line just written, which ends at byte `end`, as a level
+    /// alert's fire.
+    fn key_fire(&mut self, f: &Fire<'_>, end: usize) {
+        let key = LineKey {
+            time: f.ts,
+            deadline: false,
+            row: f.row,
+            stmt: LEVELS,
+            start: 0,
+            rows: (0, 0),
+            ends: (0, 0),
+            end,
+        };
+        self.keys.push(key);
     }
-}
 
-impl Ord for LineKey {
-    fn cmp(&self, other: &LineKey) -> Ordering {
-        (self.time, self.deadline, self.row, self.stmt, self.start)
-            .cmp(&(other.time, other.deadline, other.row, other.stmt, other.start))
-            .then_with(|| cmp_rows_by_var(&self.rows, &self.ends, &other.rows, &other.ends))
+    /// Where line `i` of these lines lies in `bytes`.
+    fn span(&self, i: usize) -> (usize, usize) {
+        (if i == 0 { 0 } else { self.keys[i - 1].end }, self.keys[i].end)
     }
-}
 
-impl PartialOrd for LineKey {
-    fn partial_cmp(&self, other: &LineKey) -> Option<Ordering> {
-        Some(self.cmp(other))
+    /// How line `i` of these and line `j` of `other` compare in one
+    /// runner's order.
+    fn cmp_lines(&self, i: usize, other: &Lines, j: usize) -> Ordering {
+        let (a, b) = (&self.keys[i], &other.keys[j]);
+        (a.time, a.deadline, a.row, a.stmt, a.start).cmp(&(b.time, b.deadline, b.row, b.stmt, b.start)).then_with(
+            || {
+                cmp_rows_by_var(
+                    &self.rows[a.rows.0..a.rows.1],
+                    &self.ends[a.ends.0..a.ends.1],
+                    &other.rows[b.rows.0..b.rows.1],
+                    &other.ends[b.ends.0..b.ends.1],
+                )
+            },
+        )
     }
-}
-
-/// One shard's output of one step: JSON lines and, per line, its key and
-/// where it ends in `bytes`.
-#[derive(Debug, Default)]
-pub(crate) struct Lines {
-    pub(crate) bytes: Vec<u8>,
-    pub(crate) keys: Vec<(LineKey, usize)>,
 }
 
 /// A shard's sink: JSON lines, each with its [`LineKey`] once the output is
 /// [ordered](KeyedLines::keep_keys).
 #[derive(Debug)]
 pub(crate) struct KeyedLines {
+    lines: Lines,
+    keyed: bool,
     json: JsonLines<Vec<u8>>,
-    keys: Option<Vec<(LineKey, usize)>>,
 }
 
 impl KeyedLines {
     /// Plain JSON lines, no keys.
     pub(crate) fn new() -> KeyedLines {
-        KeyedLines { json: JsonLines::new(Vec::new()), keys: None }
+        KeyedLines { lines: Lines::default(), keyed: false, json: JsonLines::new(Vec::new()) }
     }
 
     /// From now on, keeps each line's key.
     pub(crate) fn keep_keys(&mut self) {
-        self.keys.get_or_insert_with(Vec::new);
+        self.keyed = true;
     }
 
     /// Whether it keeps keys.
     pub(crate) fn keeps_keys(&self) -> bool {
-        self.keys.is_some()
+        self.keyed
     }
 
     /// The lines so far (with their keys if kept), leaving it empty.
     pub(crate) fn take(&mut self) -> Lines {
-        Lines {
-            bytes: std::mem::take(self.json.get_mut()),
-            keys: self.keys.as_mut().map(std::mem::take).unwrap_or_default(),
-        }
+        let mut lines = std::mem::take(&mut self.lines);
+        lines.bytes = std::mem::take(self.json.get_mut());
+        lines
     }
 
     /// Whether no line is waiting.
     pub(crate) fn is_empty(&mut self) -> bool {
         self.json.get_mut().is_empty()
     }
-
-    fn keyed(&mut self, key: impl FnOnce() -> LineKey) {
-        if let Some(keys) = &mut self.keys {
-            keys.push((key(), self.json.get_mut().len()));
-        }
-    }
 }
 
 impl Sink for KeyedLines {
     fn on_match(&mut self, q: &QueryInfo, m: &Match) -> io::Result<()> {
         self.json.on_match(q, m)?;
-        self.keyed(|| LineKey::of_match(q, m));
+        if self.keyed {
+            let end = self.json.get_mut().len();
+            self.lines.key_match(q, m, end);
+        }
         Ok(())
     }
 
     fn on_fire(&mut self, f: &Fire<'_>) -> io::Result<()> {
         self.json.on_fire(f)?;
-        self.keyed(|| LineKey::of_fire(f));
+        if self.keyed {
+            let end = self.json.get_mut().len();
+            self.lines.key_fire(f, end);
+        }
         Ok(())
     }
 }
@@ -175,12 +207,16 @@ impl Sink for KeyedLines {
 pub(crate) struct Merger {
     /// Per shard, its steps not yet written, oldest first.
     queued: Vec<VecDeque<Lines>>,
+    /// Scratch, per part being merged: its lines' indexes in key order.
+    runs: Vec<Vec<u32>>,
+    /// Scratch, per part: how many of its lines are written.
+    heads: Vec<usize>,
 }
 
 impl Merger {
     /// For `shards` shards.
     pub(crate) fn new(shards: usize) -> Merger {
-        Merger { queued: (0..shards).map(|_| VecDeque::new()).collect() }
+        Merger { queued: (0..shards).map(|_| VecDeque::new()).collect(), runs: Vec::new(), heads: Vec::new() }
     }
 
     /// Takes shard `shard`'s next step and writes every step that every
@@ -190,7 +226,7 @@ impl Merger {
         let mut written = 0;
         while self.queued.iter().all(|q| !q.is_empty()) {
             let step: Vec<Lines> = self.queued.iter_mut().filter_map(VecDeque::pop_front).collect();
-            written += write_merged(&step, out)?;
+            written += self.write_merged(&step, out)?;
         }
         Ok(written)
     }
@@ -199,27 +235,61 @@ impl Merger {
     /// before every shard sent its last steps); returns the bytes written.
     pub(crate) fn flush(&mut self, out: &mut impl Write) -> io::Result<u64> {
         let rest: Vec<Lines> = self.queued.iter_mut().flat_map(std::mem::take).collect();
-        write_merged(&rest, out)
+        self.write_merged(&rest, out)
     }
-}
 
-/// Writes the lines of `parts` in key order (equal keys: in the order of
-/// `parts`, then of each part's own lines); returns the bytes written.
-fn write_merged(parts: &[Lines], out: &mut impl Write) -> io::Result<u64> {
-    let mut lines: Vec<(&LineKey, usize, usize)> = Vec::new();
-    for (p, part) in parts.iter().enumerate() {
-        lines.extend(part.keys.iter().enumerate().map(|(i, (key, _))| (key, p, i)));
+    /// Writes the lines of `parts` in key order (equal keys: in the order
+    /// of `parts`, then of each part's own lines); returns the bytes
+    /// written. A part's lines are in key order as they come, but for
+    /// deadlines fired at the step's watermark, which follow events later
+    /// than them: each part is sorted if it needs to be, then the parts
+    /// are merged, each run of lines that lie together in one part written
+    /// at once.
+    fn write_merged(&mut self, parts: &[Lines], out: &mut impl Write) -> io::Result<u64> {
+        if self.runs.len() < parts.len() {
+            self.runs.resize_with(parts.len(), Vec::new);
+        }
+        for (part, run) in parts.iter().zip(&mut self.runs) {
+            run.clear();
+            run.extend(0..part.keys.len() as u32);
+            let sorted = (1..part.keys.len()).all(|i| part.cmp_lines(i - 1, part, i) != Ordering::Greater);
+            if !sorted {
+                run.sort_by(|&i, &j| part.cmp_lines(i as usize, part, j as usize).then(i.cmp(&j)));
+            }
+        }
+        self.heads.clear();
+        self.heads.resize(parts.len(), 0);
+        let mut written = 0;
+        // The bytes of the lines picked last, not yet written: part, range.
+        let mut pending: Option<(usize, usize, usize)> = None;
+        loop {
+            let mut best: Option<(usize, usize)> = None;
+            for (p, part) in parts.iter().enumerate() {
+                let Some(&i) = self.runs[p].get(self.heads[p]) else { continue };
+                let i = i as usize;
+                if best.is_none_or(|(q, j)| part.cmp_lines(i, &parts[q], j) == Ordering::Less) {
+                    best = Some((p, i));
+                }
+            }
+            let Some((p, i)) = best else { break };
+            self.heads[p] += 1;
+            let (start, end) = parts[p].span(i);
+            pending = match pending {
+                Some((q, from, to)) if q == p && to == start => Some((p, from, end)),
+                Some((q, from, to)) => {
+                    out.write_all(&parts[q].bytes[from..to])?;
+                    written += (to - from) as u64;
+                    Some((p, start, end))
+                }
+                None => Some((p, start, end)),
+            };
+        }
+        if let Some((q, from, to)) = pending {
+            out.write_all(&parts[q].bytes[from..to])?;
+            written += (to - from) as u64;
+        }
+        Ok(written)
     }
-    lines.sort_by(|a, b| a.0.cmp(b.0).then((a.1, a.2).cmp(&(b.1, b.2))));
-    let mut written = 0;
-    for (_, p, i) in lines {
-        let part = &parts[p];
-        let start = if i == 0 { 0 } else { part.keys[i - 1].1 };
-        let line = &part.bytes[start..part.keys[i].1];
-        out.write_all(line)?;
-        written += line.len() as u64;
-    }
-    Ok(written)
 }
 
 #[cfg(test)]
@@ -242,20 +312,56 @@ mod tests {
     #[test]
     fn keys_follow_one_runners_order() {
         let (ev, dl) = (info(false), info(true));
-        let in_order = [
-            LineKey::of_match(&ev, &m(0, 1, 10, &[1, 4], &[1, 2])),
-            LineKey::of_match(&ev, &m(1, 1, 10, &[1, 4], &[1, 2])),
-            LineKey::of_match(&ev, &m(0, 2, 10, &[2, 5], &[1, 2])),
-            LineKey::of_match(&dl, &m(0, 3, 10, &[3, 9], &[1, 2])),
-            LineKey::of_match(&dl, &m(1, 1, 10, &[1, 2], &[1, 2])),
-            LineKey::of_match(&dl, &m(1, 2, 10, &[2], &[0, 1])),
-            LineKey::of_match(&dl, &m(1, 2, 10, &[2, 3], &[1, 2])),
-            LineKey::of_match(&dl, &m(1, 2, 10, &[2, 3], &[2, 2])),
-            LineKey::of_match(&ev, &m(0, 4, 11, &[7, 8], &[1, 2])),
-        ];
-        for w in in_order.windows(2) {
-            assert!(w[0] < w[1], "{:?} before {:?}", w[0], w[1]);
+        let mut lines = Lines::default();
+        for (q, m) in [
+            (&ev, m(0, 1, 10, &[1, 4], &[1, 2])),
+            (&ev, m(1, 1, 10, &[1, 4], &[1, 2])),
+            (&ev, m(0, 2, 10, &[2, 5], &[1, 2])),
+            (&dl, m(0, 3, 10, &[3, 9], &[1, 2])),
+            (&dl, m(1, 1, 10, &[1, 2], &[1, 2])),
+            (&dl, m(1, 2, 10, &[2], &[0, 1])),
+            (&dl, m(1, 2, 10, &[2, 3], &[1, 2])),
+            (&dl, m(1, 2, 10, &[2, 3], &[2, 2])),
+            (&ev, m(0, 4, 11, &[7, 8], &[1, 2])),
+        ] {
+            lines.key_match(q, &m, 0);
         }
+        for i in 1..lines.keys.len() {
+            assert_eq!(
+                lines.cmp_lines(i - 1, &lines, i),
+                Ordering::Less,
+                "{:?} before {:?}",
+                lines.keys[i - 1],
+                lines.keys[i]
+            );
+        }
+    }
+
+    /// A part whose deadlines fired at the watermark after later events is
+    /// put in order first; lines of one part that stay together go out
+    /// together, the same bytes.
+    #[test]
+    fn a_part_out_of_order_is_sorted_before_the_merge() {
+        let part = |items: &[(&QueryInfo, Match, &str)]| {
+            let mut lines = Lines::default();
+            for (q, m, text) in items {
+                lines.bytes.extend_from_slice(format!("{text}\n").as_bytes());
+                let end = lines.bytes.len();
+                lines.key_match(q, m, end);
+            }
+            lines
+        };
+        let (ev, dl) = (info(false), info(true));
+        let a = part(&[
+            (&ev, m(0, 1, 5, &[1, 2], &[1, 2]), "e5"),
+            (&ev, m(0, 1, 9, &[1, 7], &[1, 2]), "e9"),
+            (&dl, m(0, 1, 8, &[1, 3], &[1, 2]), "d8"),
+        ]);
+        let b = part(&[(&ev, m(0, 1, 6, &[1, 4], &[1, 2]), "e6"), (&dl, m(0, 0, 8, &[0, 1], &[1, 2]), "d8b")]);
+        let mut out = Vec::new();
+        let n = Merger::new(2).write_merged(&[a, b], &mut out).unwrap();
+        assert_eq!(String::from_utf8(out).unwrap(), "e5\ne6\nd8b\nd8\ne9\n");
+        assert_eq!(n, 16);
     }
 
     /// Steps are written once every shard sent them, each merged by key;
@@ -266,15 +372,18 @@ mod tests {
             let mut sink = Lines::default();
             for (row, text) in items {
                 sink.bytes.extend_from_slice(format!("{text}\n").as_bytes());
-                let key = LineKey::of_fire(&Fire {
-                    id: "a",
-                    key: Value::Null,
-                    ts: *row as i64,
-                    row: *row,
-                    value: Value::Null,
-                    direction: cep_index::Direction::Above,
-                });
-                sink.keys.push((key, sink.bytes.len()));
+                let end = sink.bytes.len();
+                sink.key_fire(
+                    &Fire {
+                        id: "a",
+                        key: Value::Null,
+                        ts: *row as i64,
+                        row: *row,
+                        value: Value::Null,
+                        direction: cep_index::Direction::Above,
+                    },
+                    end,
+                );
             }
             sink
         };

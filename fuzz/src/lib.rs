@@ -10,6 +10,7 @@ use cep_nfa::compile::{Options, compile};
 use cep_nfa::select::EngineChoice;
 use cep_nfa::stack::Construction;
 use cep_runtime::checkpoint::{self, Checkpoint, PipelineSnapshot, ShardedSnapshot};
+use cep_runtime::shard::ShardedRunner;
 use cep_runtime::{JsonLines, Runner};
 
 // ---------------------------------------------------------------- queries
@@ -80,18 +81,49 @@ pub fn query(data: &[u8]) {
         1 => Construction::PerEvent,
         _ => Construction::Batch,
     };
+    let queries = c.programs.len();
     let Ok(mut runner) = Runner::with_engines(c.programs, EngineChoice::Auto, construction) else { return };
     runner.set_field_names(schema.field_names().map(str::to_owned).collect());
-    let mut sink = JsonLines::new(std::io::sink());
+    let mut sink = JsonLines::new(Vec::new());
     let width = schema.field_count();
+    let events: Vec<Event> = events
+        .into_iter()
+        .map(|mut e| {
+            e.fields.resize(width, Value::Null);
+            e
+        })
+        .collect();
     for e in &events {
-        let mut e = e.clone();
-        e.fields.resize(width, Value::Null);
-        if runner.push(&e, &mut sink).is_err() {
+        if runner.push(e, &mut sink).is_err() {
             return;
         }
     }
-    let _ = runner.finish(&mut sink);
+    if runner.finish(&mut sink).is_err() {
+        return;
+    }
+    // `cep run --threads 2`: ordered shards write the very same bytes
+    // (batch construction emits in an order of its own).
+    if construction == Construction::Batch || queries > cep_runtime::MASK_QUERIES {
+        return;
+    }
+    let one = sink.into_inner().expect("a Vec");
+    let shard = || {
+        let c = compile(src, &mut schema.clone(), &opts).expect("compiled once");
+        Runner::with_engines(c.programs, EngineChoice::Auto, construction).expect("built once")
+    };
+    let mut sharded = ShardedRunner::new(Runner::new(Vec::new()), vec![shard(), shard()]);
+    sharded.set_ordered_output().expect("not balanced");
+    let mut two = Vec::new();
+    for e in &events {
+        sharded.push(e, &mut two).expect("a shard runs what one runner ran");
+    }
+    sharded.finish(&mut two).expect("a shard finishes what one runner finished");
+    assert!(
+        one == two,
+        "two shards wrote\n{}\none runner\n{}",
+        String::from_utf8_lossy(&two),
+        String::from_utf8_lossy(&one)
+    );
 }
 
 // ---------------------------------------------------------------- readers
