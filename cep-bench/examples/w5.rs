@@ -16,7 +16,7 @@ fn main() {
     let only: Option<usize> = args.next().and_then(|s| s.parse().ok());
     let workloads = suite::workloads(Scale::Full);
     let w5 = workloads.iter().find(|w| w.name == "W5").expect("W5 is a workload");
-    for (name, threads) in [("1 thread", 1), ("2 threads", 2), ("2 × 1 thread, keys split", 3)] {
+    for (name, threads) in [("1 thread", 1), ("2 threads", 2), (suite::CEILING, 3)] {
         if only.is_some_and(|t| t != threads) {
             continue;
         }

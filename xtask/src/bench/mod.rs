@@ -114,6 +114,9 @@ pub fn main(args: &Args) -> Result<ExitCode, String> {
     for line in rows.iter().filter_map(table::latency_line) {
         println!("{line}");
     }
+    for line in table::ceiling_lines(&rows) {
+        println!("{line}");
+    }
     let out = args.out.clone().unwrap_or_else(default_out);
     std::fs::create_dir_all(&out).map_err(|e| format!("{}: {e}", out.display()))?;
     let elapsed = started.elapsed().as_secs_f64();

@@ -97,6 +97,28 @@ pub fn latency_line(r: &Row) -> Option<String> {
     ))
 }
 
+/// For a workload with a ceiling contender ([`cep_bench::suite::CEILING`]:
+/// what two threads give on this host at that moment), each other
+/// contender's ratio as a share of the ceiling's: `- W5-cli 2 threads: 90 %
+/// of the ceiling (1.42× against 1.57×)`. The ratios follow the host; the
+/// share says how close the runtime comes to what the host gave.
+pub fn ceiling_lines(rows: &[Row]) -> Vec<String> {
+    let mut lines = Vec::new();
+    for ceiling in rows.iter().filter(|r| r.engine == cep_bench::suite::CEILING) {
+        let Some(top) = ceiling.ratio.filter(|&t| t > 0.0) else { continue };
+        for r in rows.iter().filter(|r| r.workload == ceiling.workload && !r.reference && r.engine != ceiling.engine) {
+            let Some(ratio) = r.ratio else { continue };
+            lines.push(format!(
+                "- {} {}: {:.0} % of the ceiling ({ratio:.2}× against {top:.2}×)",
+                r.workload,
+                r.engine,
+                100.0 * ratio / top
+            ));
+        }
+    }
+    lines
+}
+
 /// The rows of all workloads.
 pub fn rows(workloads: &[Workload], results: &[Outcome]) -> Vec<Row> {
     let mut rows = Vec::new();
@@ -286,6 +308,44 @@ pub fn render(rows: &[Row]) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// A workload with a ceiling gets a line per other contender, the
+    /// reference and the ceiling itself excepted; others get none.
+    #[test]
+    fn shares_of_the_ceiling() {
+        let row = |workload: &str, engine: &str, ratio: f64, reference: bool| Row {
+            workload: workload.into(),
+            engine: engine.into(),
+            events: 1,
+            median_events_per_sec: ratio,
+            min_events_per_sec: ratio,
+            max_events_per_sec: ratio,
+            runs_events_per_sec: vec![ratio],
+            median_matches_per_sec: 0.0,
+            ratio: Some(ratio),
+            reference,
+            target: String::new(),
+            target_holds: None,
+            matches: 0,
+            digest: None,
+            mismatch: false,
+            allocs_per_event: 0.0,
+            peak_rss_mb: None,
+            partials_at_end: None,
+            bytes_per_partial: None,
+            setup_items: None,
+            setup_seconds: None,
+            setup_bytes_per_item: None,
+            latency: None,
+        };
+        let rows = [
+            row("W5-cli", "1 thread", 1.0, true),
+            row("W5-cli", "2 threads", 1.42, false),
+            row("W5-cli", cep_bench::suite::CEILING, 1.6, false),
+            row("W1a", "cep", 0.5, false),
+        ];
+        assert_eq!(ceiling_lines(&rows), ["- W5-cli 2 threads: 89 % of the ceiling (1.42× against 1.60×)"]);
+    }
 
     #[test]
     fn numbers() {
