@@ -973,8 +973,8 @@ fn w1_csv(tag: &str, n: usize) -> (Scratch, std::path::PathBuf) {
 /// [`Reader`](cep_core::Reader) on the file, as `cep run --threads 1`
 /// reads it. More: a [`ParallelReader`](cep_core::parallel::ParallelReader)
 /// with `threads - 1` parser threads, the calling thread taking every event
-/// in order and parsing whenever it waits for a block, as `cep run` without
-/// `--threads` reads a file on that many cores.
+/// in order and parsing whenever it waits for a block (`cep run` on shards
+/// parses the same blocks, split by shard, on the shards).
 fn parse_contender(name: &'static str, threads: usize) -> Contender {
     Contender::new(name, move |n| {
         let (scratch, csv) = w1_csv(&format!("w5-parse-{threads}"), n);
@@ -1363,7 +1363,7 @@ pub fn workloads(scale: Scale) -> Vec<Workload> {
         format!(
             "rise_spike through the runtime over the first {} W1 ticks (no parsing): the runner on one thread \
              against the runtime on 2 threads (`ShardedRunner::balanced`: the calling thread runs a share of the keys, a worker the rest); matches = output lines. \
-             `2 × 1 thread, keys split` is what two cores give here at best: the ticks split by key in two, each \
+             `{CEILING}` is what two cores give here at best: the ticks split by key in two, each \
              half run by its own runner on its own thread at the same time",
             thousands(n)
         ),
@@ -1380,7 +1380,7 @@ pub fn workloads(scale: Scale) -> Vec<Workload> {
             "rise_spike through `cep run --threads 1|2` and `cep run` (the default: a shard per core, so \
              `--threads 2` here) on a CSV file of the first {} W1 ticks, parsing included (the `cep` binary \
              beside this one; `cargo xtask bench` builds it); wall time of the process; peak RSS is the bench's \
-             own, not cep's. `2 × 1 thread, keys split` is what two cores give here at best: the file split by \
+             own, not cep's. `{CEILING}` is what two cores give here at best: the file split by \
              key in two, each half run by its own `cep run --threads 1` at the same time",
             thousands(n)
         ),
@@ -1399,7 +1399,7 @@ pub fn workloads(scale: Scale) -> Vec<Workload> {
             "W5's parsing alone: the CSV file of the first {} W1 ticks read into events to its end, no query \
              (matches = events read). One thread: a `Reader`, as `cep run --threads 1` reads; 2 threads: a \
              `ParallelReader` with one parser thread and the calling thread (which parses whenever it waits for \
-             a block), as `cep run` reads a file on two cores",
+             a block); `cep run` on shards parses the same blocks, split by shard, on the shards",
             thousands(n)
         ),
         size: W1A_OOO_SIZE,

@@ -610,11 +610,11 @@ impl Checkpoints {
     }
 }
 
-/// The newest valid checkpoint in `dir` for a run with this fingerprint
-/// (`None`: start from the beginning); unreadable newer ones are reported.
-/// The newest checkpoint in `dir`, if its fingerprint is `fingerprint`
-/// (of a run on `shards` threads); `taken_with` finds the number of threads
-/// of a fingerprint otherwise the same, to name it in the error.
+/// The newest valid checkpoint in `dir` (`None`: start from the beginning;
+/// unreadable newer ones are reported), if its fingerprint is
+/// `fingerprint`, that of this run on `shards` threads; otherwise an error,
+/// which names the number of threads the checkpoint needs when
+/// `taken_with` finds one that gives its fingerprint.
 fn resume_from(
     dir: &std::path::Path,
     (fingerprint, shards): (u64, usize),

@@ -75,6 +75,11 @@ impl<W: Write> JsonLines<W> {
     pub fn get_mut(&mut self) -> &mut W {
         &mut self.out
     }
+
+    /// The writer, to look at.
+    pub fn get_ref(&self) -> &W {
+        &self.out
+    }
 }
 
 impl<W: Write> Sink for JsonLines<W> {
@@ -826,14 +831,14 @@ impl Runner {
                 }
             }
         }
+        // Stable: each engine's own order stays.
         fired.sort_by_key(|m| (m.end, m.query));
-        let mut result = Ok(());
-        for m in fired.drain(..) {
-            if result.is_ok() {
-                self.summary.matches[m.query] += 1;
-                result = sink.on_match(&self.infos[m.query], &m);
-            }
-        }
+        let (summary, infos) = (&mut self.summary, &self.infos);
+        let result = fired.iter().try_for_each(|m| {
+            summary.matches[m.query] += 1;
+            sink.on_match(&infos[m.query], m)
+        });
+        fired.clear();
         self.fired = fired;
         Ok(result?)
     }

@@ -176,8 +176,8 @@ impl KeyedLines {
     }
 
     /// Whether no line is waiting.
-    pub(crate) fn is_empty(&mut self) -> bool {
-        self.json.get_mut().is_empty()
+    pub(crate) fn is_empty(&self) -> bool {
+        self.json.get_ref().is_empty()
     }
 }
 
@@ -185,8 +185,7 @@ impl Sink for KeyedLines {
     fn on_match(&mut self, q: &QueryInfo, m: &Match) -> io::Result<()> {
         self.json.on_match(q, m)?;
         if self.keyed {
-            let end = self.json.get_mut().len();
-            self.lines.key_match(q, m, end);
+            self.lines.key_match(q, m, self.json.get_ref().len());
         }
         Ok(())
     }
@@ -194,8 +193,7 @@ impl Sink for KeyedLines {
     fn on_fire(&mut self, f: &Fire<'_>) -> io::Result<()> {
         self.json.on_fire(f)?;
         if self.keyed {
-            let end = self.json.get_mut().len();
-            self.lines.key_fire(f, end);
+            self.lines.key_fire(f, self.json.get_ref().len());
         }
         Ok(())
     }
@@ -260,6 +258,10 @@ impl Merger {
         self.heads.clear();
         self.heads.resize(parts.len(), 0);
         let mut written = 0;
+        let mut write = |(p, from, to): (usize, usize, usize)| {
+            written += (to - from) as u64;
+            out.write_all(&parts[p].bytes[from..to])
+        };
         // The bytes of the lines picked last, not yet written: part, range.
         let mut pending: Option<(usize, usize, usize)> = None;
         loop {
@@ -276,17 +278,15 @@ impl Merger {
             let (start, end) = parts[p].span(i);
             pending = match pending {
                 Some((q, from, to)) if q == p && to == start => Some((p, from, end)),
-                Some((q, from, to)) => {
-                    out.write_all(&parts[q].bytes[from..to])?;
-                    written += (to - from) as u64;
+                Some(run) => {
+                    write(run)?;
                     Some((p, start, end))
                 }
                 None => Some((p, start, end)),
             };
         }
-        if let Some((q, from, to)) = pending {
-            out.write_all(&parts[q].bytes[from..to])?;
-            written += (to - from) as u64;
+        if let Some(run) = pending {
+            write(run)?;
         }
         Ok(written)
     }
