@@ -8,7 +8,6 @@
 //! one test that reports every failing case.
 
 use std::fmt::Write as _;
-use std::path::{Path, PathBuf};
 use std::process::Command;
 
 use cep_nfa::corpus::Case;
@@ -21,31 +20,8 @@ use corpus_check::{CORPUS, case_files, diff, same};
 /// names a case file without its extension.
 const KNOWN_BAD: &[&str] = &[];
 
-const CEP: &str = env!("CARGO_BIN_EXE_cep");
-
-/// A scratch directory, removed on drop.
-struct Scratch(PathBuf);
-
-impl Scratch {
-    fn new(name: &str) -> Scratch {
-        let dir = std::env::temp_dir().join(format!("cep-cli-corpus-{}-{name}", std::process::id()));
-        let _ = std::fs::remove_dir_all(&dir);
-        std::fs::create_dir_all(&dir).unwrap_or_else(|e| panic!("{}: {e}", dir.display()));
-        Scratch(dir)
-    }
-
-    fn write(&self, file: &str, text: &str) -> PathBuf {
-        let p = self.0.join(file);
-        std::fs::write(&p, text).unwrap_or_else(|e| panic!("{}: {e}", p.display()));
-        p
-    }
-}
-
-impl Drop for Scratch {
-    fn drop(&mut self) {
-        let _ = std::fs::remove_dir_all(&self.0);
-    }
-}
+mod common;
+use common::{CEP, Scratch};
 
 /// The output of one `cep run`.
 struct Output {
@@ -54,7 +30,7 @@ struct Output {
     stderr: String,
 }
 
-fn cep_run(query: &Path, events: &Path, options: &[String]) -> Output {
+fn cep_run(query: &str, events: &str, options: &[String]) -> Output {
     let out = Command::new(CEP)
         .arg("run")
         .arg("--query")
@@ -97,7 +73,7 @@ fn data_rows(csv: &str) -> usize {
 }
 
 fn check_case(name: &str, case: &Case) -> Result<(), String> {
-    let dir = Scratch::new(name);
+    let dir = Scratch::new("corpus", name);
     let query = dir.write("query.cep", &case.query);
     let events = dir.write("events.csv", &case.events);
     let first = cep_run(&query, &events, &case.options);

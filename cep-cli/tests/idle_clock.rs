@@ -3,18 +3,17 @@
 //! input (issue 4).
 
 use std::io::{BufRead, BufReader, Write};
-use std::path::PathBuf;
 use std::process::{Child, Command, Stdio};
 use std::sync::mpsc;
 use std::time::{Duration, Instant};
 
-const CEP: &str = env!("CARGO_BIN_EXE_cep");
+mod common;
+use common::{CEP, Scratch};
 
 /// Starts `cep run` on stdin (CSV) with `query` and an idle timeout; returns
 /// the child and its scratch directory.
-fn start(name: &str, query: &str, idle: &str) -> (Child, PathBuf) {
-    let dir = std::env::temp_dir().join(format!("cep-idle-{name}-{}", std::process::id()));
-    std::fs::create_dir_all(&dir).unwrap();
+fn start(name: &str, query: &str, idle: &str) -> (Child, Scratch) {
+    let dir = Scratch::new("idle", name);
     let q = dir.join("q.cep");
     std::fs::write(&q, query).unwrap();
     let child = Command::new(CEP)
@@ -30,7 +29,7 @@ fn start(name: &str, query: &str, idle: &str) -> (Child, PathBuf) {
 #[test]
 fn trailing_negation_completes_on_an_idle_stdin() {
     // An A, then 300 ms (event time) without a B.
-    let (mut child, dir) = start("quiet", "QUERY quiet PATTERN SEQ(A a, NOT B n WITHIN 300 ms)", "100ms");
+    let (mut child, _dir) = start("quiet", "QUERY quiet PATTERN SEQ(A a, NOT B n WITHIN 300 ms)", "100ms");
     let mut stdin = child.stdin.take().unwrap();
     let stdout = child.stdout.take().unwrap();
     let (tx, rx) = mpsc::channel();
@@ -55,12 +54,11 @@ fn trailing_negation_completes_on_an_idle_stdin() {
     let out = child.wait_with_output().unwrap();
     assert!(out.status.success());
     assert!(String::from_utf8_lossy(&out.stderr).contains("1 row"), "{}", String::from_utf8_lossy(&out.stderr));
-    std::fs::remove_dir_all(&dir).ok();
 }
 
 #[test]
 fn a_negation_seen_before_the_quiet_period_ends_still_counts() {
-    let (mut child, dir) = start("neg", "PATTERN SEQ(A a, NOT B n WITHIN 5 s)", "50ms");
+    let (mut child, _dir) = start("neg", "PATTERN SEQ(A a, NOT B n WITHIN 5 s)", "50ms");
     let mut stdin = child.stdin.take().unwrap();
     writeln!(stdin, "type,ts\nA,1000").unwrap();
     stdin.flush().unwrap();
@@ -72,5 +70,4 @@ fn a_negation_seen_before_the_quiet_period_ends_still_counts() {
     let out = child.wait_with_output().unwrap();
     assert!(out.status.success());
     assert!(out.stdout.is_empty(), "{}", String::from_utf8_lossy(&out.stdout));
-    std::fs::remove_dir_all(&dir).ok();
 }

@@ -2,8 +2,11 @@
 //! worked example line for line, bad alert files with their lines, alerts
 //! beside a query, out-of-order input, and W1 ticks against the library.
 
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::process::{Command, Output};
+
+mod common;
+use common::Scratch;
 
 use cep_bench::levels;
 use cep_bench::w1::{RISE_SPIKE, Ticks};
@@ -12,10 +15,8 @@ use cep_index::LevelIndex;
 
 const CEP: &str = env!("CARGO_BIN_EXE_cep");
 
-fn scratch(name: &str) -> PathBuf {
-    let dir = std::env::temp_dir().join(format!("cep-levels-{}-{name}", std::process::id()));
-    std::fs::create_dir_all(&dir).unwrap();
-    dir
+fn scratch(name: &str) -> Scratch {
+    Scratch::new("levels", name)
 }
 
 fn cep(args: &[&str]) -> Output {

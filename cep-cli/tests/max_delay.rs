@@ -1,17 +1,18 @@
 //! `--max-delay`: out-of-order input within the delay gives exactly the
 //! matches of the sorted input (issue 4), and events beyond it are late.
 
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::process::Command;
+
+mod common;
+use common::Scratch;
 
 use cep_bench::w1::{RISE_SPIKE, Ticks, XorShift64};
 
 const CEP: &str = env!("CARGO_BIN_EXE_cep");
 
-fn scratch(name: &str) -> PathBuf {
-    let dir = std::env::temp_dir().join(format!("cep-max-delay-{}-{name}", std::process::id()));
-    std::fs::create_dir_all(&dir).unwrap();
-    dir
+fn scratch(name: &str) -> Scratch {
+    Scratch::new("max-delay", name)
 }
 
 fn write_csv(path: &Path, ticks: &[cep_bench::w1::Tick]) {
@@ -82,7 +83,6 @@ fn displaced_events_within_the_delay_give_the_sorted_matches() {
     // Without the delay the same shuffled file loses events as late.
     let (_, stderr) = run(&dir, &b, &[]);
     assert!(!stderr.contains(" 0 late"), "{stderr}");
-    std::fs::remove_dir_all(&dir).ok();
 }
 
 #[test]
@@ -94,5 +94,4 @@ fn events_beyond_the_delay_are_late() {
     // Watermark after ts 2000 with a 500 ms delay: 1500. 1400 is late, 1600 is not.
     let (_, stderr) = run(&dir, &csv, &["--max-delay", "500 ms"]);
     assert!(stderr.contains("4 rows read, 0 skipped, 1 late"), "{stderr}");
-    std::fs::remove_dir_all(&dir).ok();
 }

@@ -10,16 +10,16 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::time::Duration;
 
+mod common;
+use common::Scratch;
+
 use cep_bench::levels;
 use cep_bench::w1::{RISE_SPIKE, Ticks};
 
 const CEP: &str = env!("CARGO_BIN_EXE_cep");
 
-fn scratch(name: &str) -> PathBuf {
-    let dir = std::env::temp_dir().join(format!("cep-resume-{}-{name}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&dir);
-    std::fs::create_dir_all(&dir).unwrap();
-    dir
+fn scratch(name: &str) -> Scratch {
+    Scratch::new("resume", name)
 }
 
 fn p(path: &Path) -> &str {
@@ -224,7 +224,6 @@ fn check_killed_and_resumed(threads: &str, seed: u64) {
     assert!(got == want, "{threads} thread(s): not the very same bytes, in the same order");
     assert_eq!(std::fs::read_to_string(dir.join("late.jsonl")).unwrap(), want_late);
     assert_eq!(got_summary, want_summary);
-    let _ = std::fs::remove_dir_all(&dir);
 }
 
 #[test]
@@ -251,7 +250,6 @@ fn resume_with_a_corrupt_newest_checkpoint_uses_the_previous_one() {
     let got_summary = resume(&args, &["checksum mismatch; trying the previous checkpoint", "resuming after row 50000"]);
     assert_eq!(std::fs::read_to_string(&out).unwrap(), want);
     assert_eq!(got_summary, want_summary);
-    let _ = std::fs::remove_dir_all(&dir);
 }
 
 /// String keys are routed by their text: a resumed process, which interns
@@ -280,7 +278,6 @@ fn resume_on_two_threads_with_string_keys() {
     let got = sorted_lines(&out);
     assert!(got == want, "{} lines, {} uninterrupted", got.len(), want.len());
     assert_eq!(got_summary, want_summary);
-    let _ = std::fs::remove_dir_all(&dir);
 }
 
 /// A resumed run reopens the file at the checkpoint's byte offset: rows
@@ -305,7 +302,6 @@ fn resume_reopens_the_file_where_the_checkpoint_left_it() {
     let o = Command::new(CEP).args(&args).output().unwrap();
     assert_eq!(o.status.code(), Some(2), "{}", String::from_utf8_lossy(&o.stderr));
     assert!(String::from_utf8_lossy(&o.stderr).contains(":30002:"), "{}", String::from_utf8_lossy(&o.stderr));
-    let _ = std::fs::remove_dir_all(&dir);
 }
 
 #[test]
@@ -319,7 +315,6 @@ fn resume_refuses_a_checkpoint_of_other_options() {
     assert_eq!(o.status.code(), Some(2));
     let stderr = String::from_utf8_lossy(&o.stderr);
     assert!(stderr.contains("was taken with other queries, alerts, options"), "{stderr}");
-    let _ = std::fs::remove_dir_all(&dir);
 }
 
 #[test]
@@ -335,7 +330,6 @@ fn a_fresh_run_clears_the_checkpoints_of_an_earlier_one() {
     run_to_end(&[&args[..], &["--checkpoint-every".into(), "1000000".into()]].concat());
     let left: Vec<_> = std::fs::read_dir(&ckpt).unwrap().map(|e| e.unwrap().file_name()).collect();
     assert_eq!(left, ["notes.txt"]);
-    let _ = std::fs::remove_dir_all(&dir);
 }
 
 #[test]
@@ -354,7 +348,6 @@ fn resume_without_a_checkpoint_starts_from_the_beginning() {
     assert!(stderr.contains("no checkpoint in"), "{stderr}");
     assert_eq!(std::fs::read_to_string(&out).unwrap(), want);
     assert_eq!(summary(&o.stderr), want_summary);
-    let _ = std::fs::remove_dir_all(&dir);
 }
 
 /// A CRLF file read on two threads, checkpointed and resumed from a
@@ -381,7 +374,6 @@ fn resume_of_a_crlf_file_on_two_threads() {
     let got_summary = resume(&args, &["resuming after row 28000"]);
     assert!(sorted_lines(&out) == want, "the resumed output differs");
     assert_eq!(got_summary, want_summary);
-    let _ = std::fs::remove_dir_all(&dir);
 }
 
 /// Without `--threads` the queries run on as many shards as there are
@@ -415,7 +407,6 @@ fn the_default_resumes_as_its_number_of_threads() {
     assert_eq!(o.status.code(), Some(2), "{stderr}");
     let says = format!("was taken with the queries on {cores} thread");
     assert!(stderr.contains(&says) && stderr.contains(&format!("resume with --threads {cores}")), "{stderr}");
-    let _ = std::fs::remove_dir_all(&dir);
 }
 
 /// One query, no delay, no failing on late events: the runner takes the
@@ -456,5 +447,4 @@ fn a_batched_run_killed_and_resumed_equals_an_event_by_event_run() {
     assert!(resumed_at.iter().any(|&r| r > 0 && r % 7001 == 0), "no resume from a checkpoint: {resumed_at:?}");
     assert!(std::fs::read_to_string(&out).unwrap() == want, "the resumed output differs");
     assert_eq!(got_summary, want_summary);
-    let _ = std::fs::remove_dir_all(&dir);
 }

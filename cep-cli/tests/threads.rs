@@ -2,18 +2,19 @@
 //! cores): the output of `--threads 1`, byte for byte, on W1 ticks (in
 //! order and displaced within the delay), matches and level alerts.
 
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::process::Command;
+
+mod common;
+use common::Scratch;
 
 use cep_bench::levels;
 use cep_bench::w1::{RISE_SPIKE, Ticks};
 
 const CEP: &str = env!("CARGO_BIN_EXE_cep");
 
-fn scratch(name: &str) -> PathBuf {
-    let dir = std::env::temp_dir().join(format!("cep-threads-{}-{name}", std::process::id()));
-    std::fs::create_dir_all(&dir).unwrap();
-    dir
+fn scratch(name: &str) -> Scratch {
+    Scratch::new("threads", name)
 }
 
 fn sorted_output(args: &[&str]) -> (Vec<String>, String) {

@@ -1,10 +1,11 @@
 //! What the `cep` binary's test suites share: a scratch directory per test
-//! and a finished run's output, checked for panics.
+//! (removed when the test ends, passed or failed), and a finished run's
+//! output, checked for panics.
 
 // Each suite is its own crate and uses only some of this.
 #![allow(dead_code)]
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 
 /// The binary under test.
 pub const CEP: &str = env!("CARGO_BIN_EXE_cep");
@@ -26,6 +27,16 @@ impl Scratch {
         let p = self.0.join(file);
         std::fs::write(&p, text).unwrap_or_else(|e| panic!("{}: {e}", p.display()));
         p.to_str().expect("a UTF-8 temp path").to_owned()
+    }
+}
+
+/// The directory's path, so that `dir.join(file)` and `&dir` (a `&Path`)
+/// read as for a `PathBuf`.
+impl std::ops::Deref for Scratch {
+    type Target = Path;
+
+    fn deref(&self) -> &Path {
+        &self.0
     }
 }
 
