@@ -8,6 +8,7 @@ use cep_core::{Event, Format, InputPosition, ReadError, Reader, Schema, TimeUnit
 use cep_nfa::compile::{Compiled, Options, compile};
 
 use crate::Failure;
+use crate::stream::StreamInput;
 
 /// How many events are read before the queries are compiled, to learn the
 /// input's types and fields. A name the input has not shown is a warning
@@ -16,8 +17,78 @@ use crate::Failure;
 /// so whether a query runs does not depend on how much of the input fits.
 pub const SCHEMA_PREFIX: usize = 4096;
 
-/// An event reader over a file or stdin.
-pub type Input = Reader<Box<dyn BufRead + Send>>;
+/// An event reader over a file or a stream.
+pub type Input = Reader<Source>;
+
+/// The bytes `cep run` reads events from: a file, or a stream (stdin, a
+/// pipe) read on a thread of its own, which can tell when the next record
+/// would wait (see the `stream` module).
+pub enum Source {
+    /// A regular file, read as the parser asks.
+    File(BufReader<Box<dyn io::Read + Send>>),
+    /// A stream, read ahead on a thread of its own.
+    Stream(StreamInput),
+}
+
+impl std::fmt::Debug for Source {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Source::File(_) => f.write_str("Source::File"),
+            Source::Stream(s) => f.debug_tuple("Source::Stream").field(s).finish(),
+        }
+    }
+}
+
+impl Source {
+    /// The stream, if this is one.
+    pub fn stream(&self) -> Option<&StreamInput> {
+        match self {
+            Source::Stream(s) => Some(s),
+            Source::File(_) => None,
+        }
+    }
+
+    /// The stream, if this is one, mutably.
+    pub fn stream_mut(&mut self) -> Option<&mut StreamInput> {
+        match self {
+            Source::Stream(s) => Some(s),
+            Source::File(_) => None,
+        }
+    }
+}
+
+impl io::Read for Source {
+    fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
+        match self {
+            Source::File(f) => f.read(buf),
+            Source::Stream(s) => s.read(buf),
+        }
+    }
+}
+
+impl BufRead for Source {
+    fn fill_buf(&mut self) -> io::Result<&[u8]> {
+        match self {
+            Source::File(f) => f.fill_buf(),
+            Source::Stream(s) => s.fill_buf(),
+        }
+    }
+
+    fn consume(&mut self, n: usize) {
+        match self {
+            Source::File(f) => f.consume(n),
+            Source::Stream(s) => s.consume(n),
+        }
+    }
+}
+
+/// Whether `--events path` is a stream: stdin (`-`), or anything but a
+/// regular file (a named pipe, `/dev/stdin`, a terminal). A stream is not
+/// read ahead, nor on several threads, and its matches go out as soon as
+/// its input pauses.
+pub fn is_stream(path: &str) -> bool {
+    path == "-" || std::fs::metadata(path).is_ok_and(|m| !m.is_file())
+}
 
 /// Opens `--events` (`-` is stdin) with `--format` or the file's extension;
 /// stdin without `--format` is JSON lines if its first non-blank byte is `{`.
@@ -51,13 +122,18 @@ pub fn open_events_counted(path: &str, format: Option<&str>, counter: Option<Byt
         ),
         None => None,
     };
-    let (name, mut src): (String, Box<dyn BufRead + Send>) = if path == "-" {
-        ("<stdin>".to_owned(), Box::new(BufReader::with_capacity(1 << 16, io::stdin())))
+    let stream = |src: Box<dyn io::Read + Send>| {
+        StreamInput::spawn(src).map(Source::Stream).map_err(|e| Failure::other(format!("cannot read {path}: {e}")))
+    };
+    let (name, mut src) = if path == "-" {
+        ("<stdin>".to_owned(), stream(Box::new(io::stdin()))?)
     } else {
         let f = File::open(path).map_err(|e| Failure::other(format!("cannot open {path}: {e}")))?;
+        let file = |read: Box<dyn io::Read + Send>| Source::File(BufReader::with_capacity(1 << 16, read));
         match counter {
-            Some(read) => (path.to_owned(), Box::new(BufReader::with_capacity(1 << 16, Counted { file: f, read }))),
-            None => (path.to_owned(), Box::new(BufReader::with_capacity(1 << 16, f))),
+            _ if is_stream(path) => (path.to_owned(), stream(Box::new(f))?),
+            Some(read) => (path.to_owned(), file(Box::new(Counted { file: f, read }))),
+            None => (path.to_owned(), file(Box::new(f))),
         }
     };
     let format = match format.or_else(|| Format::from_path(path)) {
@@ -91,17 +167,18 @@ pub fn reopen_events(
         )));
     }
     f.seek(SeekFrom::Start(at.byte)).map_err(cannot)?;
-    let src: Box<dyn BufRead + Send> = match counter {
+    let read: Box<dyn io::Read + Send> = match counter {
         Some(read) => {
             read.fetch_add(at.byte, std::sync::atomic::Ordering::Relaxed);
-            Box::new(BufReader::with_capacity(1 << 16, Counted { file: f, read }))
+            Box::new(Counted { file: f, read })
         }
-        None => Box::new(BufReader::with_capacity(1 << 16, f)),
+        None => Box::new(f),
     };
+    let src = Source::File(BufReader::with_capacity(1 << 16, read));
     Ok(input.reopen(src, at))
 }
 
-fn sniff(src: &mut Box<dyn BufRead + Send>) -> io::Result<Format> {
+fn sniff(src: &mut Source) -> io::Result<Format> {
     Ok(Format::sniff(src.fill_buf()?))
 }
 

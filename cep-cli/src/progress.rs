@@ -23,10 +23,10 @@ pub struct Progress {
 }
 
 impl Progress {
-    /// A progress line for `--events path`, or `None` for stdin, an
+    /// A progress line for `--events path`, or `None` for a stream, an
     /// unreadable file, or stderr not on a terminal.
     pub fn for_input(path: &str) -> Option<Progress> {
-        if path == "-" || !std::io::stderr().is_terminal() {
+        if crate::input::is_stream(path) || !std::io::stderr().is_terminal() {
             return None;
         }
         let size = std::fs::metadata(path).ok()?.len();

@@ -8,7 +8,7 @@ use std::sync::Arc;
 use cep_core::parallel::{ParallelReader, PartedBlock};
 use cep_core::read::EventSource;
 use cep_core::time::{DurationUnit, to_ticks};
-use cep_core::{Event, InputPosition, ReadError, ReadErrorKind};
+use cep_core::{Event, InputPosition};
 use cep_index::LevelIndex;
 use cep_index::file::read_alerts;
 use cep_nfa::select::EngineChoice;
@@ -21,11 +21,12 @@ use clap::Args;
 
 use crate::Failure;
 use crate::input::{
-    Input, Prefix, SCHEMA_PREFIX, compile_query, open_events_counted, read_failure, read_prefix, reopen_events,
-    time_unit,
+    Input, Prefix, SCHEMA_PREFIX, compile_query, is_stream, open_events_counted, read_failure, read_prefix,
+    reopen_events, time_unit,
 };
 use crate::output::Output;
 use crate::progress::Progress;
+use crate::stream::StreamInput;
 
 /// Options of `cep run` (LANGUAGE.md §6).
 #[derive(Debug, Args)]
@@ -170,7 +171,7 @@ pub fn run(args: RunArgs) -> Result<(), Failure> {
     let mut skipped = 0u64;
     // A file is read ahead to learn its schema; a stream is not, so that its
     // first matches are not held back (its fields come from the CSV header).
-    let streaming = args.events == "-";
+    let streaming = is_stream(&args.events);
     let limit = if streaming { 0 } else { SCHEMA_PREFIX };
     let mut prefix = read_prefix(&mut input, limit, skip_bad, &mut skipped);
     // A runner, and the fields its queries read (for `keep_fields`).
@@ -341,69 +342,59 @@ pub fn run(args: RunArgs) -> Result<(), Failure> {
     };
 
     let batch = !streaming && !late_fails && (delay == 0 || matches!(pipeline, Pipeline::Sharded(_)));
-    let mut opts = Options { skip_bad, streaming, batch, blocks: false };
-    let (result, rows) = match idle {
-        // An idle clock needs the reader on its own thread, so that waiting
-        // for input does not stop time.
-        Some(idle) if streaming => {
-            let clock = IdleClock { idle, unit };
-            drive_idle(&mut pipeline, &mut sink, input, opts, clock, &mut skipped, &mut checkpoints)
+    let idle = idle.filter(|_| streaming).map(|idle| IdleClock { idle, unit });
+    let mut opts = Options { skip_bad, streaming, batch, blocks: false, idle };
+    // A file is parsed on threads of its own, from where the read-ahead
+    // stopped. (W1 CSV on two cores: one thread 0.45-0.53 s; one shard and
+    // two parsers 0.31-0.40 s; two shards and one parser 0.30-0.34 s, two
+    // 0.28-0.36 s.)
+    let mut parallel = None;
+    if !streaming && parsers > 1 && !prefix.ended && prefix.error.is_none() {
+        let at = input.position();
+        if let Some(c) = &counter {
+            c.store(at.byte, std::sync::atomic::Ordering::Relaxed);
         }
-        _ => {
-            // A file is parsed on threads of its own, from where the
-            // read-ahead stopped. (W1 CSV on two cores: one thread 0.45-0.53
-            // s; one shard and two parsers 0.31-0.40 s; two shards and one
-            // parser 0.30-0.34 s, two 0.28-0.36 s.)
-            let mut parallel = None;
-            if !streaming && parsers > 1 && !prefix.ended && prefix.error.is_none() {
-                let at = input.position();
-                if let Some(c) = &counter {
-                    c.store(at.byte, std::sync::atomic::Ordering::Relaxed);
-                }
-                // Sharded, the parser threads split each block by shard, so
-                // that a block goes to the shards without a copy of its
-                // events (`drive_rest`).
-                let partition = match &pipeline {
-                    Pipeline::Sharded(r) if opts.batch => r.partition(),
-                    _ => None,
-                };
-                let path = Path::new(&args.events);
-                opts.blocks = partition.is_some();
-                // The shards parse blocks whenever they have no events to
-                // run, with parser threads only on the cores they leave
-                // free: W1 CSV with --threads 2 on two cores, 1,800 context
-                // switches with two parser threads, 850 without.
-                let rest = match partition {
-                    Some(p) => {
-                        let own = cores().saturating_sub(shard_count);
-                        ParallelReader::open_partitioned(path, &input, at, own, counter.clone(), p)
-                    }
-                    // The calling thread runs the queries and parses
-                    // whenever it waits for a block, so it is one of the
-                    // `parsers`: W1 CSV without `--threads` on two cores, ten
-                    // rounds alternating, medians: two parser threads 0.345 s
-                    // (370 context switches), one 0.31 s (170); one thread
-                    // 0.53 s.
-                    None => ParallelReader::open(path, &input, at, parsers - 1, counter.clone()),
-                };
-                let mut rest = rest.map_err(|e| Failure::other(format!("cannot read {}: {e}", args.events)))?;
-                if let Pipeline::Sharded(r) = &mut pipeline
-                    && opts.blocks
-                {
-                    r.help_parse(&rest.parse_jobs());
-                    rest.set_patience(CALLER_PATIENCE);
-                }
-                parallel = Some(rest);
+        // Sharded, the parser threads split each block by shard, so
+        // that a block goes to the shards without a copy of its
+        // events (`drive_rest`).
+        let partition = match &pipeline {
+            Pipeline::Sharded(r) if opts.batch => r.partition(),
+            _ => None,
+        };
+        let path = Path::new(&args.events);
+        opts.blocks = partition.is_some();
+        // The shards parse blocks whenever they have no events to
+        // run, with parser threads only on the cores they leave
+        // free: W1 CSV with --threads 2 on two cores, 1,800 context
+        // switches with two parser threads, 850 without.
+        let rest = match partition {
+            Some(p) => {
+                let own = cores().saturating_sub(shard_count);
+                ParallelReader::open_partitioned(path, &input, at, own, counter.clone(), p)
             }
-            let source: &mut dyn EventSource = match &mut parallel {
-                Some(rest) => rest,
-                None => &mut input,
-            };
-            let r =
-                drive(&mut pipeline, &mut sink, source, prefix, opts, &mut skipped, &mut checkpoints, &mut progress);
-            (r, source.rows())
+            // The calling thread runs the queries and parses
+            // whenever it waits for a block, so it is one of the
+            // `parsers`: W1 CSV without `--threads` on two cores, ten
+            // rounds alternating, medians: two parser threads 0.345 s
+            // (370 context switches), one 0.31 s (170); one thread
+            // 0.53 s.
+            None => ParallelReader::open(path, &input, at, parsers - 1, counter.clone()),
+        };
+        let mut rest = rest.map_err(|e| Failure::other(format!("cannot read {}: {e}", args.events)))?;
+        if let Pipeline::Sharded(r) = &mut pipeline
+            && opts.blocks
+        {
+            r.help_parse(&rest.parse_jobs());
+            rest.set_patience(CALLER_PATIENCE);
         }
+        parallel = Some(rest);
+    }
+    let source: &mut dyn MayWait = match &mut parallel {
+        Some(rest) => rest,
+        None => &mut input,
     };
+    let result = drive(&mut pipeline, &mut sink, source, prefix, opts, &mut skipped, &mut checkpoints, &mut progress);
+    let rows = source.rows();
     // Rows read: up to the one that stopped the run, not those read ahead.
     let rows = match &result {
         Err(Failure { row: Some(row), .. }) => rows.min(row + 1),
@@ -503,6 +494,9 @@ struct Options {
     /// The reader splits its blocks by shard: a whole block may go to the
     /// sharded runtime at once (`ShardedRunner::push_block`).
     blocks: bool,
+    /// On a stream, the watermark follows the wall clock while no input
+    /// comes (`--idle-timeout`).
+    idle: Option<IdleClock>,
 }
 
 /// Events handed to the runner at once when [`Options::batch`]: with one
@@ -700,86 +694,66 @@ struct IdleClock {
     unit: cep_core::TimeUnit,
 }
 
-/// What the reader thread sends: an event and its line, the end, or a bad
-/// row; with the rows read so far.
-type Msg = (Result<Option<(Event, u64)>, ReadError>, u64);
+/// What `drive` reads events from: a file, which never waits, or a stream,
+/// which can say when its next event would wait for input.
+trait MayWait: EventSource {
+    /// Whether the next event would wait for input.
+    fn would_wait(&self) -> bool {
+        false
+    }
 
-/// Reads the stream on a thread and feeds the runner; when nothing arrives
-/// for `clock.idle`, the watermark advances by the wall time since the last
-/// event (converted to timestamp units), so deadlines fire on a quiet stream.
-fn drive_idle(
+    /// Waits up to `timeout` for input; whether some came (or the end).
+    fn wait(&mut self, _timeout: std::time::Duration) -> bool {
+        true
+    }
+}
+
+impl MayWait for ParallelReader {}
+
+impl MayWait for Input {
+    fn would_wait(&self) -> bool {
+        self.get_ref().stream().is_some_and(StreamInput::would_wait)
+    }
+
+    fn wait(&mut self, timeout: std::time::Duration) -> bool {
+        self.get_mut().stream_mut().is_none_or(|s| s.wait(timeout))
+    }
+}
+
+/// Before a stream's next event waits for input: every match found so far
+/// goes out (the sharded runtime runs the events it holds for a batch and
+/// writes their lines) and the output is flushed. With an idle clock, each
+/// `idle` without input then moves the watermark by the wall time since the
+/// input paused (in timestamp units), so that deadlines fire on a quiet
+/// stream, and their matches go out too.
+fn wait_for_input(
     runner: &mut Pipeline,
     sink: &mut Sink,
-    mut input: Input,
-    opts: Options,
-    clock: IdleClock,
-    skipped: &mut u64,
-    checkpoints: &mut Checkpoints,
-) -> (Result<(), Failure>, u64) {
-    let file = input.file().to_owned();
-    let (tx, rx) = std::sync::mpsc::sync_channel::<Msg>(1024);
-    // Detached: a reader blocked on an open pipe must not keep the process
-    // alive after a failure.
-    std::thread::spawn(move || {
-        let mut e = Event::default();
-        loop {
-            let msg = match input.next_event(&mut e) {
-                Ok(true) => Ok(Some((e.clone(), input.last_line()))),
-                Ok(false) => Ok(None),
-                Err(err) => Err(err),
-            };
-            let last = !matches!(&msg, Ok(Some(_)) | Err(ReadError { kind: ReadErrorKind::BadRow, .. }));
-            if tx.send((msg, input.rows())).is_err() || last {
-                return;
-            }
+    input: &mut (impl MayWait + ?Sized),
+    idle: Option<IdleClock>,
+) -> Result<(), Failure> {
+    runner.sync(sink).map_err(writing_failed)?;
+    sink.flush().map_err(writing_failed)?;
+    let Some(clock) = idle else { return Ok(()) };
+    let (since, base) = (std::time::Instant::now(), runner.watermark());
+    while !input.wait(clock.idle) {
+        if base == i64::MIN {
+            continue; // no event yet: no event time to advance from
         }
-    });
-    let mut rows = 0;
-    let mut since = std::time::Instant::now();
-    let mut base = runner.watermark();
-    let result = loop {
-        match rx.recv_timeout(clock.idle) {
-            Ok((msg, r)) => {
-                rows = r;
-                match msg {
-                    Ok(Some((e, line))) => {
-                        if let Err(f) = push_event(runner, sink, &e, &file, line, None, *skipped, opts, checkpoints) {
-                            break Err(f);
-                        }
-                        since = std::time::Instant::now();
-                        base = runner.watermark();
-                    }
-                    Ok(None) => break Ok(()),
-                    Err(err) if opts.skip_bad && err.is_bad_row() => {
-                        eprintln!("warning: skipped: {err}");
-                        *skipped += 1;
-                    }
-                    Err(err) => break Err(read_failure(err)),
-                }
-            }
-            Err(std::sync::mpsc::RecvTimeoutError::Timeout) => {
-                if base == i64::MIN {
-                    continue; // no event yet: no event time to advance from
-                }
-                let ticks = since.elapsed().as_nanos() / clock.unit.nanos() as u128;
-                let wm = base.saturating_add(i64::try_from(ticks).unwrap_or(i64::MAX));
-                let advanced = runner.advance_watermark(wm, sink).map_err(|e| Failure::other(format!("{e}")));
-                if let Err(f) = advanced.and_then(|()| sink.flush().map_err(|e| Failure::other(format!("{e}")))) {
-                    break Err(f);
-                }
-            }
-            Err(std::sync::mpsc::RecvTimeoutError::Disconnected) => break Ok(()),
-        }
-    };
-    let result = result.and_then(|()| runner.finish(sink).map_err(writing_failed));
-    (result, rows)
+        let ticks = since.elapsed().as_nanos() / clock.unit.nanos() as u128;
+        let wm = base.saturating_add(i64::try_from(ticks).unwrap_or(i64::MAX));
+        runner.advance_watermark(wm, sink).map_err(writing_failed)?;
+        runner.sync(sink).map_err(writing_failed)?;
+        sink.flush().map_err(writing_failed)?;
+    }
+    Ok(())
 }
 
 #[allow(clippy::too_many_arguments)]
 fn drive(
     runner: &mut Pipeline,
     sink: &mut Sink,
-    input: &mut (impl EventSource + ?Sized),
+    input: &mut (impl MayWait + ?Sized),
     prefix: Prefix,
     opts: Options,
     skipped: &mut u64,
@@ -822,7 +796,7 @@ fn drive(
 fn drive_rest(
     runner: &mut Pipeline,
     sink: &mut Sink,
-    input: &mut (impl EventSource + ?Sized),
+    input: &mut (impl MayWait + ?Sized),
     file: &str,
     opts: Options,
     skipped: &mut u64,
@@ -856,6 +830,9 @@ fn drive_rest(
                 p.rows_read(first, first + rows);
             }
             continue;
+        }
+        if opts.streaming && input.would_wait() {
+            wait_for_input(runner, sink, input, opts.idle)?;
         }
         match input.next_event(&mut batch[held]) {
             Ok(true) => {
@@ -998,6 +975,15 @@ impl Pipeline {
         match self {
             Pipeline::One(r) => block.try_for_each_in_order(|e| r.push(e, sink)),
             Pipeline::Sharded(r) => r.push_block(block, sink.get_mut()),
+        }
+    }
+
+    /// Every match of the events pushed so far to the sink (on shards, see
+    /// `ShardedRunner::sync`; one runner holds none).
+    fn sync(&mut self, sink: &mut Sink) -> Result<(), PushError> {
+        match self {
+            Pipeline::One(_) => Ok(()),
+            Pipeline::Sharded(r) => r.sync(sink.get_mut()),
         }
     }
 

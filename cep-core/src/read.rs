@@ -418,6 +418,24 @@ impl<R: BufRead> Reader<R> {
         InputPosition { byte, row: self.rows, line }
     }
 
+    /// The source it reads from (for a source that can say more than
+    /// `BufRead` does, such as whether more input is ready).
+    pub fn get_ref(&self) -> &R {
+        match &self.inner {
+            Inner::Csv(csv) => csv.records.get_ref(),
+            Inner::Jsonl(json) => &json.src,
+        }
+    }
+
+    /// The source it reads from, mutably. Consuming bytes from it skips
+    /// them as input.
+    pub fn get_mut(&mut self) -> &mut R {
+        match &mut self.inner {
+            Inner::Csv(csv) => csv.records.get_mut(),
+            Inner::Jsonl(json) => &mut json.src,
+        }
+    }
+
     /// A reader that goes on from `at` (a [`position`](Self::position) of
     /// this input) over `src`, which must yield the input's bytes from
     /// `at.byte` on: it keeps this reader's columns and schema (a CSV

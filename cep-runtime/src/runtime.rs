@@ -447,6 +447,48 @@ impl Runtime {
         }
     }
 
+    /// Delivers the output of every event pushed so far: on several
+    /// threads, the events held for a batch are run at once, and the call
+    /// returns when every thread has run them and their lines are out (see
+    /// [`ShardedRunner::sync`]); a writer is flushed. Between pushes the
+    /// runtime may hold a few events' matches, which the next push or this
+    /// call delivers: call it when the input goes quiet. Events held for
+    /// reordering (a [`max_delay`](RuntimeBuilder::max_delay)) stay held
+    /// until the watermark passes them.
+    ///
+    /// # Examples
+    /// ```
+    /// use cep_core::{Event, Sym, Value};
+    /// use cep_runtime::runtime::{Output, Runtime};
+    ///
+    /// let (tx, rx) = crossbeam_channel::unbounded();
+    /// let mut rt = Runtime::builder()
+    ///     .query("QUERY pair PATTERN SEQ(A a, B b) WHERE [k]")
+    ///     .threads(2)
+    ///     .ordered_output(true)
+    ///     .build(Output::Channel(tx))
+    ///     .unwrap();
+    /// let k = rt.schema().lookup("k").unwrap() as usize;
+    /// let ev = |ty: &str, ts: i64| {
+    ///     let mut fields = vec![Value::Null; k + 1];
+    ///     fields[k] = Value::Int(7);
+    ///     Event::new(Sym::new(ty), ts, ts as u64, fields)
+    /// };
+    /// rt.push(&ev("A", 1)).unwrap();
+    /// rt.push(&ev("B", 2)).unwrap();
+    /// rt.flush().unwrap();
+    /// assert!(rx.try_recv().unwrap().starts_with(r#"{"query":"pair","key":7,"start":1,"end":2"#));
+    /// ```
+    pub fn flush(&mut self) -> Result<(), PushError> {
+        match &mut self.pipeline {
+            Pipeline::One(_, sink) => sink.flush().map_err(PushError::Io),
+            Pipeline::Sharded(r, out) => {
+                r.sync(out)?;
+                out.flush().map_err(PushError::Io)
+            }
+        }
+    }
+
     /// Adds queries while events flow: each starts at the current
     /// watermark (see [`Runner::add_query`]) — it sees the events pushed
     /// from now on, never an earlier one. The query may name new fields:

@@ -456,6 +456,9 @@ enum ToShard {
     /// From now on, send each step's lines with their keys
     /// ([`ShardedRunner::set_ordered_output`]).
     Ordered,
+    /// Reply [`FromShard::Synced`] once everything sent before has run
+    /// and its output has gone out ([`ShardedRunner::sync`]).
+    Sync,
     /// The end of the run: with `input_ended`, the end of the input
     /// (every slice finishes); without, a stop (see
     /// [`ShardedRunner::stop`]). Either way, reply with each slice's counts.
@@ -483,6 +486,8 @@ enum FromShard {
     Failed(String),
     /// Worker `i` is done with a block (and has dropped it).
     BlockDone(usize),
+    /// A worker has run everything sent before a [`ToShard::Sync`].
+    Synced,
 }
 
 /// The runtime on `n` shard threads (see the [module](self) docs).
@@ -529,6 +534,8 @@ pub struct ShardedRunner {
     blocks_held: Vec<usize>,
     /// With ordered output, the shards' steps waiting to be merged.
     merger: Option<Merger>,
+    /// Workers that have answered the last [`ToShard::Sync`].
+    synced: usize,
 }
 
 impl std::fmt::Debug for ShardedRunner {
@@ -693,6 +700,7 @@ impl ShardedRunner {
             clock: Clock::new(FLUSH_AFTER),
             blocks_held: vec![0; workers],
             merger: None,
+            synced: 0,
         })
     }
 
@@ -907,6 +915,61 @@ impl ShardedRunner {
         self.after(moved, out)?;
         let sent = self.batches.send(wm);
         self.after(sent.map_err(PushError::Io), out)?;
+        self.write_output(out)
+    }
+
+    /// Runs everything pushed so far and writes its output: the events the
+    /// calling thread holds for a batch go out at once, and the call
+    /// returns once every shard has run everything sent to it (and, with
+    /// [ordered output](Self::set_ordered_output), every line is merged
+    /// and written). Between pushes the runtime holds events for a batch,
+    /// and their matches wait until the next push or look at the clock; a
+    /// caller about to wait for input (a quiet stream) calls this first,
+    /// so that no match waits with it. Events the front holds for
+    /// reordering (a `max_delay`) stay held: only the watermark releases
+    /// them.
+    ///
+    /// # Examples
+    /// ```
+    /// use cep_core::{Event, Schema, Sym, Value};
+    /// use cep_nfa::compile::{compile, Options};
+    /// use cep_runtime::{Runner, shard::ShardedRunner};
+    ///
+    /// let q = "QUERY pair PATTERN SEQ(A a, B b) WHERE [k]";
+    /// let mut schema = Schema::new();
+    /// schema.field("k");
+    /// let runner = |schema: &mut Schema| Runner::new(compile(q, schema, &Options::default()).unwrap().programs);
+    /// let mut sharded = ShardedRunner::new(Runner::new(Vec::new()), vec![runner(&mut schema.clone()), runner(&mut schema)]);
+    /// sharded.set_flush_after(std::time::Duration::from_secs(3600));
+    /// let mut out = Vec::new();
+    /// sharded.push(&Event::new(Sym::new("A"), 1, 0, vec![Value::Int(7)]), &mut out).unwrap();
+    /// sharded.push(&Event::new(Sym::new("B"), 2, 1, vec![Value::Int(7)]), &mut out).unwrap();
+    /// assert!(out.is_empty(), "held for a batch");
+    /// sharded.sync(&mut out).unwrap();
+    /// assert!(String::from_utf8(out).unwrap().starts_with(r#"{"query":"pair","key":7,"start":1,"end":2"#));
+    /// ```
+    pub fn sync(&mut self, out: &mut impl Write) -> Result<(), PushError> {
+        if self.batches.len > 0 {
+            let sent = self.batches.send(self.batches.released_ts);
+            self.after(sent.map_err(PushError::Io), out)?;
+        }
+        // (A send may ask a slice back.)
+        self.settle(out)?;
+        self.synced = 0;
+        for w in 0..self.batches.txs.len() {
+            let sent = self.batches.deliver(w, ToShard::Sync).map_err(PushError::Io);
+            self.after(sent, out)?;
+        }
+        while self.synced < self.batches.txs.len() && self.failed.is_none() {
+            match self.rx.recv_timeout(Duration::from_millis(50)) {
+                Ok(msg) => self.take(msg, out)?,
+                // A shard that panicked sends nothing more.
+                Err(_) if self.handles.iter().flatten().any(JoinHandle::is_finished) => {
+                    self.failed.get_or_insert_with(|| "a shard thread stopped".into());
+                }
+                Err(_) => {}
+            }
+        }
         self.write_output(out)
     }
 
@@ -1252,6 +1315,7 @@ impl ShardedRunner {
                 self.failed.get_or_insert(why);
             }
             FromShard::BlockDone(i) => self.blocks_held[i] -= 1,
+            FromShard::Synced => self.synced += 1,
         }
         Ok(())
     }
@@ -1948,6 +2012,13 @@ impl Shard {
                 }
                 ToShard::Ordered => {
                     sink.keep_keys();
+                    Ok(())
+                }
+                ToShard::Sync => {
+                    // After the output (and, ordered, after the lines of
+                    // every step before, each sent at its step's end).
+                    self.send_output(&mut sink, false);
+                    let _ = self.out.send(FromShard::Synced);
                     Ok(())
                 }
             };

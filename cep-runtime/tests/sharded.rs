@@ -201,6 +201,63 @@ proptest! {
     }
 }
 
+/// After each [`ShardedRunner::sync`] (every `every` events; batches are
+/// otherwise held an hour), the output holds every line one runner has
+/// written for the same events (in the same order when `ordered`), and
+/// `finish` the rest. `balanced`: the calling thread runs half the slices
+/// (unordered).
+fn check_sync(case: &Case, (shards, every): (usize, usize), delay: i64, balanced: bool) -> Result<(), TestCaseError> {
+    let ordered = !balanced;
+    let mut one = runner(case, &mut case.schema.clone(), delay);
+    let mut want = JsonLines::new(Vec::new());
+    let mut front = Runner::new(Vec::new());
+    front.set_max_delay(delay);
+    let runners = (0..shards).map(|_| runner(case, &mut case.schema.clone(), 0)).collect();
+    let mut r = if balanced {
+        ShardedRunner::split(front, runners, shards / 2, shards / 2, false)
+    } else {
+        let mut r = ShardedRunner::new(front, runners);
+        r.set_ordered_output().unwrap();
+        r
+    };
+    r.set_flush_after(Duration::from_secs(3600));
+    let mut out = Vec::new();
+    for (i, e) in case.events.iter().enumerate() {
+        one.push(e, &mut want).unwrap();
+        r.push(e, &mut out).unwrap();
+        if (i + 1) % every == 0 {
+            r.sync(&mut out).unwrap();
+            let so_far = lines_in_order(want.get_ref().clone());
+            prop_assert_eq!(
+                as_compared(lines_in_order(out.clone()), ordered),
+                as_compared(so_far, ordered),
+                "after {} events; query: {}",
+                i + 1,
+                case.query
+            );
+        }
+    }
+    one.finish(&mut want).unwrap();
+    r.finish(&mut out).unwrap();
+    let all = lines_in_order(want.into_inner().unwrap());
+    prop_assert_eq!(as_compared(lines_in_order(out), ordered), as_compared(all, ordered), "query: {}", case.query);
+    Ok(())
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig { cases: 100, ..ProptestConfig::default() })]
+
+    /// `sync` delivers every match of the events pushed so far: what one
+    /// runner has written by then, on shards (ordered) and on the balanced
+    /// runtime.
+    #[test]
+    fn sync_delivers_what_one_runner_has_written(case in prop_oneof![
+        arb_case("skip-till-any-match"), arb_case("skip-till-next-match"), arb_case("strict-contiguity")],
+        shards in 2usize..4, every in 1usize..8, delay in prop_oneof![3 => Just(0i64), 1 => 1i64..4], balanced: bool) {
+        check_sync(&case, (shards, every), delay, balanced)?;
+    }
+}
+
 /// `events` (fields `k`, `x`, `y`: integers or NULL) as CSV.
 fn case_csv(events: &[Event]) -> String {
     let mut text = String::from("type,ts,k,x,y\n");

@@ -94,6 +94,16 @@ impl<R: BufRead> CsvRecords<R> {
         self.record_line
     }
 
+    /// The source.
+    pub(super) fn get_ref(&self) -> &R {
+        &self.src
+    }
+
+    /// The source, mutably.
+    pub(super) fn get_mut(&mut self) -> &mut R {
+        &mut self.src
+    }
+
     /// The longest physical line allowed.
     pub(super) fn max_line(&self) -> usize {
         self.max_line
