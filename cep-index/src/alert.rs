@@ -240,12 +240,15 @@ impl Fire<'_> {
     /// assert_eq!(line, r#"{"level":"a17","key":7,"ts":1200,"row":3,"value":10120,"direction":"above"}"#);
     /// ```
     pub fn write_json(&self, line: &mut String) {
-        use std::fmt::Write as _;
         line.push_str("{\"level\":");
         cep_core::json::write_str(line, self.id);
         line.push_str(",\"key\":");
         cep_core::json::write_value(line, &self.key);
-        let _ = write!(line, ",\"ts\":{},\"row\":{},\"value\":", self.ts, self.row);
+        line.push_str(",\"ts\":");
+        cep_core::json::write_int(line, self.ts);
+        line.push_str(",\"row\":");
+        cep_core::json::write_int(line, self.row);
+        line.push_str(",\"value\":");
         cep_core::json::write_value(line, &self.value);
         line.push_str(",\"direction\":\"");
         line.push_str(self.direction.name());

@@ -225,6 +225,17 @@ impl<E: StreamEvent> QueryEngine<E> {
         }
     }
 
+    /// Hands back a match taken with [`pop`](Self::pop) and done with, so
+    /// that a later one reuses its memory (the stack engine's; the run
+    /// engine builds its matches otherwise and drops it).
+    #[inline]
+    pub fn recycle(&mut self, m: Match) {
+        match self {
+            QueryEngine::Run(_) => drop(m),
+            QueryEngine::Stack(x) => x.recycle(m),
+        }
+    }
+
     /// Whether a match waits to be taken ([`pop`](Self::pop) would give
     /// one): a look that costs next to nothing, for the many events that
     /// complete no match.

@@ -62,6 +62,15 @@ impl MatchRef<'_> {
             ends: (1..=self.rows.len() as u32).collect(),
         }
     }
+
+    /// [`to_match`](Self::to_match) into `m`, reusing its vectors.
+    pub fn fill(&self, m: &mut Match) {
+        (m.query, m.key, m.start, m.end) = (0, self.key, self.start, self.end);
+        m.rows.clear();
+        m.rows.extend_from_slice(self.rows);
+        m.ends.clear();
+        m.ends.extend(1..=self.rows.len() as u32);
+    }
 }
 
 /// Counting mode's report: how many matches end at one event.
@@ -343,6 +352,9 @@ pub struct StackSnapshot {
     stats: StackStats,
 }
 
+/// Matches [`StackEngine::recycle`] keeps, at most.
+pub const SPARE_MATCHES: usize = 64;
+
 /// The stack engine over a qualifying [`Program`] (see [`qualifies`]).
 ///
 /// # Examples
@@ -378,6 +390,9 @@ pub struct StackEngine<E> {
     /// is given up exactly when the index no longer maps its key to it.
     idle: IdleParts,
     out: VecDeque<Match>,
+    /// Matches handed back ([`recycle`](Self::recycle)), to fill again:
+    /// a match-heavy query otherwise allocates two vectors per match.
+    spare: Vec<Match>,
     callback: Option<Box<dyn FnMut(Match) + Send>>,
     watermark: Timestamp,
     seq: u64,
@@ -463,6 +478,7 @@ impl<E: StreamEvent> StackEngine<E> {
             parts: Vec::new(),
             idle: IdleParts::new(true),
             out: VecDeque::new(),
+            spare: Vec::new(),
             callback: None,
             watermark: Timestamp::MIN,
             seq: 0,
@@ -494,13 +510,21 @@ impl<E: StreamEvent> StackEngine<E> {
     /// the callback).
     fn collecting(&mut self, step: impl FnOnce(&mut Self, &mut dyn FnMut(&MatchRef<'_>))) {
         let mut out = std::mem::take(&mut self.out);
+        let mut spare = std::mem::take(&mut self.spare);
         let mut callback = self.callback.take();
         let mut visit = |m: &MatchRef<'_>| match &mut callback {
             Some(f) => f(m.to_match()),
-            None => out.push_back(m.to_match()),
+            None => match spare.pop() {
+                Some(mut owned) => {
+                    m.fill(&mut owned);
+                    out.push_back(owned);
+                }
+                None => out.push_back(m.to_match()),
+            },
         };
         step(self, &mut visit);
         self.out = out;
+        self.spare = spare;
         self.callback = callback;
     }
 
@@ -643,6 +667,16 @@ impl<E: StreamEvent> StackEngine<E> {
     /// Takes the oldest match not yet taken.
     pub fn pop(&mut self) -> Option<Match> {
         self.out.pop_front()
+    }
+
+    /// Hands back a match taken with [`pop`](Self::pop) and done with: a
+    /// later match is built in its vectors. (At most [`SPARE_MATCHES`] are
+    /// kept.)
+    #[inline]
+    pub fn recycle(&mut self, m: Match) {
+        if self.spare.len() < SPARE_MATCHES {
+            self.spare.push(m);
+        }
     }
 
     /// Whether a match waits to be taken ([`pop`](Self::pop) would give

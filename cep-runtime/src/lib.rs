@@ -85,8 +85,7 @@ impl<W: Write> JsonLines<W> {
 impl<W: Write> Sink for JsonLines<W> {
     fn on_match(&mut self, q: &QueryInfo, m: &Match) -> io::Result<()> {
         self.line.clear();
-        let vars: Vec<&str> = q.vars.iter().map(String::as_str).collect();
-        m.write_json(&mut self.line, &q.name, &vars);
+        m.write_json(&mut self.line, &q.name, &q.vars);
         self.line.push('\n');
         self.out.write_all(self.line.as_bytes())
     }
@@ -1083,6 +1082,7 @@ fn take_matches(
         m.query = i;
         summary.matches[i] += 1;
         sink.on_match(&infos[i], &m)?;
+        engine.recycle(m);
     }
     Ok(())
 }
@@ -1090,9 +1090,12 @@ fn take_matches(
 /// Formats an event as a JSON line with its row (for `--late side:FILE`):
 /// `{"row":3,"ts":5,"type":"Tick","price":10}`; NULL fields are left out.
 fn write_event_json(line: &mut String, e: &Event, names: &[String]) {
-    use std::fmt::Write as _;
     line.clear();
-    let _ = write!(line, "{{\"row\":{},\"ts\":{},\"type\":", e.row, e.ts);
+    line.push_str("{\"row\":");
+    cep_core::json::write_int(line, e.row);
+    line.push_str(",\"ts\":");
+    cep_core::json::write_int(line, e.ts);
+    line.push_str(",\"type\":");
     cep_core::json::write_str(line, e.ty.as_str());
     for (i, v) in e.fields.iter().enumerate() {
         if v.is_null() {

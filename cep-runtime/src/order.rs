@@ -36,6 +36,7 @@ use std::io::{self, Write};
 
 use cep_core::{Match, Timestamp, cmp_rows_by_var};
 use cep_index::Fire;
+use crossbeam_channel::{Receiver, Sender, unbounded};
 
 use crate::{JsonLines, QueryInfo, Sink};
 
@@ -121,6 +122,14 @@ impl Lines {
         self.keys.push(key);
     }
 
+    /// Empties it, keeping the memory.
+    fn clear(&mut self) {
+        self.bytes.clear();
+        self.keys.clear();
+        self.rows.clear();
+        self.ends.clear();
+    }
+
     /// Where line `i` of these lines lies in `bytes`.
     fn span(&self, i: usize) -> (usize, usize) {
         (if i == 0 { 0 } else { self.keys[i - 1].end }, self.keys[i].end)
@@ -150,17 +159,23 @@ pub(crate) struct KeyedLines {
     lines: Lines,
     keyed: bool,
     json: JsonLines<Vec<u8>>,
+    /// Lines the emitter has written and sent back, to fill again.
+    spare: Option<Receiver<Lines>>,
 }
 
 impl KeyedLines {
     /// Plain JSON lines, no keys.
     pub(crate) fn new() -> KeyedLines {
-        KeyedLines { lines: Lines::default(), keyed: false, json: JsonLines::new(Vec::new()) }
+        KeyedLines { lines: Lines::default(), keyed: false, json: JsonLines::new(Vec::new()), spare: None }
     }
 
-    /// From now on, keeps each line's key.
-    pub(crate) fn keep_keys(&mut self) {
+    /// From now on, keeps each line's key, and fills the lines that come
+    /// back on `spare` (from [`Merger::recycler`]) before new ones: a
+    /// match-heavy step's lines and keys are megabytes, which fresh memory
+    /// had to be faulted in for at every step (and the emitter to unmap).
+    pub(crate) fn keep_keys(&mut self, spare: Receiver<Lines>) {
         self.keyed = true;
+        self.spare = Some(spare);
     }
 
     /// Whether it keeps keys.
@@ -170,8 +185,9 @@ impl KeyedLines {
 
     /// The lines so far (with their keys if kept), leaving it empty.
     pub(crate) fn take(&mut self) -> Lines {
-        let mut lines = std::mem::take(&mut self.lines);
-        lines.bytes = std::mem::take(self.json.get_mut());
+        let fresh = self.spare.as_ref().and_then(|s| s.try_recv().ok()).unwrap_or_default();
+        let mut lines = std::mem::replace(&mut self.lines, fresh);
+        lines.bytes = std::mem::replace(self.json.get_mut(), std::mem::take(&mut self.lines.bytes));
         lines
     }
 
@@ -205,16 +221,24 @@ impl Sink for KeyedLines {
 pub(crate) struct Merger {
     /// Per shard, its steps not yet written, oldest first.
     queued: Vec<VecDeque<Lines>>,
+    /// Per shard, where its lines go back once written (see
+    /// [`KeyedLines::keep_keys`]).
+    recycle: Vec<Sender<Lines>>,
     /// Scratch, per part being merged: its lines' indexes in key order.
     runs: Vec<Vec<u32>>,
     /// Scratch, per part: how many of its lines are written.
     heads: Vec<usize>,
+    /// Scratch: the step being written, one `Lines` per shard.
+    step: Vec<Lines>,
 }
 
 impl Merger {
-    /// For `shards` shards.
-    pub(crate) fn new(shards: usize) -> Merger {
-        Merger { queued: (0..shards).map(|_| VecDeque::new()).collect(), runs: Vec::new(), heads: Vec::new() }
+    /// For `shards` shards; with each shard's end of its recycling
+    /// channel, to hand to [`KeyedLines::keep_keys`].
+    pub(crate) fn new(shards: usize) -> (Merger, Vec<Receiver<Lines>>) {
+        let (recycle, spare): (Vec<_>, Vec<_>) = (0..shards).map(|_| unbounded()).unzip();
+        let queued = (0..shards).map(|_| VecDeque::new()).collect();
+        (Merger { queued, recycle, runs: Vec::new(), heads: Vec::new(), step: Vec::new() }, spare)
     }
 
     /// Takes shard `shard`'s next step and writes every step that every
@@ -223,8 +247,18 @@ impl Merger {
         self.queued[shard].push_back(lines);
         let mut written = 0;
         while self.queued.iter().all(|q| !q.is_empty()) {
-            let step: Vec<Lines> = self.queued.iter_mut().filter_map(VecDeque::pop_front).collect();
-            written += self.write_merged(&step, out)?;
+            let mut step = std::mem::take(&mut self.step);
+            step.extend(self.queued.iter_mut().filter_map(VecDeque::pop_front));
+            let merged = self.write_merged(&step, out);
+            // Each shard's lines back to it (a shard that stopped has
+            // dropped its end: they are dropped).
+            for (lines, back) in step.drain(..).zip(&self.recycle) {
+                let mut lines = lines;
+                lines.clear();
+                let _ = back.send(lines);
+            }
+            self.step = step;
+            written += merged?;
         }
         Ok(written)
     }
@@ -359,7 +393,7 @@ mod tests {
         ]);
         let b = part(&[(&ev, m(0, 1, 6, &[1, 4], &[1, 2]), "e6"), (&dl, m(0, 0, 8, &[0, 1], &[1, 2]), "d8b")]);
         let mut out = Vec::new();
-        let n = Merger::new(2).write_merged(&[a, b], &mut out).unwrap();
+        let n = Merger::new(2).0.write_merged(&[a, b], &mut out).unwrap();
         assert_eq!(String::from_utf8(out).unwrap(), "e5\ne6\nd8b\nd8\ne9\n");
         assert_eq!(n, 16);
     }
@@ -387,13 +421,20 @@ mod tests {
             }
             sink
         };
-        let mut merger = Merger::new(2);
+        let (mut merger, spare) = Merger::new(2);
         let mut out = Vec::new();
         assert_eq!(merger.take(0, lines(&[(1, "a1"), (4, "a4")]), &mut out).unwrap(), 0);
         assert_eq!(merger.take(0, lines(&[(6, "a6")]), &mut out).unwrap(), 0);
+        assert!(spare[0].is_empty(), "nothing written, nothing back");
         let n = merger.take(1, lines(&[(2, "b2"), (3, "b3"), (5, "b5")]), &mut out).unwrap();
         assert_eq!(String::from_utf8(out.clone()).unwrap(), "a1\nb2\nb3\na4\nb5\n");
         assert_eq!(n, out.len() as u64);
+        // The step's lines are back with their shards, empty, memory kept.
+        for back in &spare {
+            let lines = back.try_recv().expect("the written step's lines come back");
+            assert!(lines.bytes.is_empty() && lines.keys.is_empty() && lines.bytes.capacity() > 0);
+            assert!(back.is_empty());
+        }
         merger.take(1, lines(&[]), &mut out).unwrap();
         assert_eq!(String::from_utf8(out.clone()).unwrap(), "a1\nb2\nb3\na4\nb5\na6\n");
         merger.take(1, lines(&[(9, "b9")]), &mut out).unwrap();

@@ -454,8 +454,9 @@ enum ToShard {
     /// Blocks to parse whenever the worker has nothing else to do.
     Help(Receiver<ParseJob>),
     /// From now on, send each step's lines with their keys
-    /// ([`ShardedRunner::set_ordered_output`]).
-    Ordered,
+    /// ([`ShardedRunner::set_ordered_output`]), filling again the lines
+    /// that come back on this channel once written.
+    Ordered(Receiver<Lines>),
     /// Reply [`FromShard::Synced`] once everything sent before has run
     /// and its output has gone out ([`ShardedRunner::sync`]).
     Sync,
@@ -743,10 +744,11 @@ impl ShardedRunner {
         if self.batches.balance.is_some() {
             return Err(io::Error::other("ordered output needs every key on a shard thread (ShardedRunner::new)"));
         }
-        for w in 0..self.batches.txs.len() {
-            self.batches.deliver(w, ToShard::Ordered)?;
+        let (merger, spares) = Merger::new(self.batches.txs.len());
+        for (w, spare) in spares.into_iter().enumerate() {
+            self.batches.deliver(w, ToShard::Ordered(spare))?;
         }
-        self.merger = Some(Merger::new(self.batches.txs.len()));
+        self.merger = Some(merger);
         Ok(())
     }
 
@@ -949,8 +951,13 @@ impl ShardedRunner {
     /// assert!(String::from_utf8(out).unwrap().starts_with(r#"{"query":"pair","key":7,"start":1,"end":2"#));
     /// ```
     pub fn sync(&mut self, out: &mut impl Write) -> Result<(), PushError> {
-        if self.batches.len > 0 {
-            let sent = self.batches.send(self.batches.released_ts);
+        // The front's watermark, not only the last released `ts`: with a
+        // delay it is ahead, and one runner's engines would have fired the
+        // deadlines it passed. (Every event released later is at or after
+        // it: one before it is late.)
+        let wm = self.batches.released_ts.max(self.front.watermark());
+        if self.batches.len > 0 || wm > self.batches.sent_wm {
+            let sent = self.batches.send(wm);
             self.after(sent.map_err(PushError::Io), out)?;
         }
         // (A send may ask a slice back.)
@@ -1581,7 +1588,8 @@ impl Batcher {
                     runner.advance_watermark(wm, &mut self.here).map_err(into_io)?;
                 }
             }
-            self.sent_wm = wm;
+            // (A `sync` may have sent a later one.)
+            self.sent_wm = self.sent_wm.max(wm);
         }
         self.rebalance(full)
     }
@@ -2010,8 +2018,8 @@ impl Shard {
                     help = Some(jobs);
                     Ok(())
                 }
-                ToShard::Ordered => {
-                    sink.keep_keys();
+                ToShard::Ordered(spare) => {
+                    sink.keep_keys(spare);
                     Ok(())
                 }
                 ToShard::Sync => {
