@@ -474,6 +474,9 @@ pub struct Engine<E> {
     watermark: Timestamp,
     seq: u64,
     out: VecDeque<Match>,
+    /// Matches handed back ([`recycle`](Self::recycle)), whose vectors the
+    /// next final runs fill.
+    spare: Vec<Match>,
     stats: Stats,
     // Scratch, reused across events.
     frame: Vec<Value>,
@@ -552,6 +555,7 @@ impl<E: StreamEvent> Engine<E> {
             watermark: Timestamp::MIN,
             seq: 0,
             out: VecDeque::new(),
+            spare: Vec::new(),
             stats: Stats::default(),
             frame: vec![Value::Null; prog.frame.len()],
             acc: 0,
@@ -800,6 +804,16 @@ impl<E: StreamEvent> Engine<E> {
     /// Takes the oldest match not yet taken.
     pub fn pop(&mut self) -> Option<Match> {
         self.out.pop_front()
+    }
+
+    /// Hands back a match taken with [`pop`](Self::pop) and done with: a
+    /// later match is built in its vectors. (At most
+    /// [`SPARE_MATCHES`](crate::stack::SPARE_MATCHES) are kept.)
+    #[inline]
+    pub fn recycle(&mut self, m: Match) {
+        if self.spare.len() < crate::stack::SPARE_MATCHES {
+            self.spare.push(m);
+        }
     }
 
     /// Whether a match waits to be taken ([`pop`](Self::pop) would give
@@ -1134,8 +1148,13 @@ impl<E: StreamEvent> Engine<E> {
     fn queue_done(&mut self, pid: u32, r: &Run) {
         self.buffer.path(r.node, &mut self.path);
         let n = self.prog.elements.len();
-        let mut rows = Vec::with_capacity(self.path.len());
-        let mut ends = vec![0u32; n];
+        let (mut rows, mut ends) = match self.spare.pop() {
+            Some(m) => (m.rows, m.ends),
+            None => (Vec::with_capacity(self.path.len()), Vec::with_capacity(n)),
+        };
+        rows.clear();
+        ends.clear();
+        ends.resize(n, 0);
         for node in &self.path {
             rows.push(node.row);
             ends[node.elem as usize] += 1;

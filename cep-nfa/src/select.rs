@@ -226,12 +226,11 @@ impl<E: StreamEvent> QueryEngine<E> {
     }
 
     /// Hands back a match taken with [`pop`](Self::pop) and done with, so
-    /// that a later one reuses its memory (the stack engine's; the run
-    /// engine builds its matches otherwise and drops it).
+    /// that a later one reuses its memory.
     #[inline]
     pub fn recycle(&mut self, m: Match) {
         match self {
-            QueryEngine::Run(_) => drop(m),
+            QueryEngine::Run(x) => x.recycle(m),
             QueryEngine::Stack(x) => x.recycle(m),
         }
     }
