@@ -26,9 +26,12 @@
 //! event has waited [`ShardedRunner::set_flush_after`] (250 µs by default) of
 //! wall time and the shards have taken every batch sent before (when they
 //! have not, the system is busy and batches fill instead). The reader looks at the clock and at the shards' output every
-//! few pushes: every 256 on a fast stream, every push on a slow one. (A
-//! caller that stops pushing must move the watermark or finish for held
-//! events to go out, as `cep run --idle-timeout` does.)
+//! few pushes: every 256 on a fast stream, every push on a slow one. A
+//! caller that stops pushing calls [`ShardedRunner::sync`] first: the held
+//! events go out at once (with the front's watermark, which a delay puts
+//! ahead of the last released `ts`), and it returns once every shard has
+//! run them and their lines are written (`cep run` does, whenever a
+//! stream's next record would wait for input).
 //!
 //! Channels to the shards are bounded — 16 batches of 4,096 events each — so
 //! a fast producer blocks instead of growing memory; they are that deep
