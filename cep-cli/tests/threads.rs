@@ -83,6 +83,17 @@ fn threads_give_the_matches_of_one_thread_on(name: &str, displaced: bool) {
         let summary = |s: &str| s.lines().find(|l| l.starts_with("summary:")).unwrap().to_owned();
         assert_eq!(summary(&stderr), summary(&stderr_one));
     }
+    // The same rows as a stream on stdin (read on a thread of its own,
+    // the shards synced whenever the reader would wait): the same bytes.
+    let streamed: Vec<&str> =
+        base.iter().map(|a| if *a == p(&events) { "-" } else { a }).chain(["--format", "csv"]).collect();
+    for n in ["1", "2"] {
+        let mut cmd = Command::new(CEP);
+        cmd.args(&streamed).args(["--threads", n]);
+        let o = common::with_stdin(&mut cmd, &std::fs::read(&events).unwrap(), ("stdin", n));
+        assert_eq!(o.code, Some(0), "{}", o.stderr);
+        assert!(o.stdout.as_bytes() == one_thread.stdout, "stdin on --threads {n} and a file on --threads 1 differ");
+    }
 }
 
 /// A file read on several threads reports its bad rows as one thread does:

@@ -69,17 +69,23 @@ impl Output {
 }
 
 /// Runs `cmd` with `input` on its stdin (closed after it, or when `cmd`
-/// stops reading) and returns its output (see [`Output::of`]).
+/// stops reading) and returns its output (see [`Output::of`]). The input is
+/// written on a thread of its own: a run that writes much output while it
+/// reads would otherwise fill its stdout pipe while this waits to write.
 pub fn with_stdin(cmd: &mut std::process::Command, input: &[u8], what: impl std::fmt::Debug) -> Output {
     use std::io::Write;
     use std::process::Stdio;
     let mut child =
         cmd.stdin(Stdio::piped()).stdout(Stdio::piped()).stderr(Stdio::piped()).spawn().expect("cannot start cep");
     let mut stdin = child.stdin.take().expect("piped stdin");
-    // A run that stops at a bad row stops reading: the rest is not needed.
-    if let Err(e) = stdin.write_all(input) {
-        assert_eq!(e.kind(), std::io::ErrorKind::BrokenPipe, "write to cep's stdin: {e}");
-    }
-    drop(stdin);
-    Output::of(child.wait_with_output().expect("cep's output"), what)
+    let input = input.to_vec();
+    let writer = std::thread::spawn(move || {
+        // A run that stops at a bad row stops reading: the rest is not needed.
+        if let Err(e) = stdin.write_all(&input) {
+            assert_eq!(e.kind(), std::io::ErrorKind::BrokenPipe, "write to cep's stdin: {e}");
+        }
+    });
+    let out = child.wait_with_output().expect("cep's output");
+    writer.join().expect("the stdin writer");
+    Output::of(out, what)
 }
