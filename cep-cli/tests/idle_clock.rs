@@ -102,15 +102,7 @@ fn trailing_negation_completes_on_an_idle_stdin() {
     // An A, then 300 ms (event time) without a B.
     let (mut child, _dir) = start("quiet", "QUERY quiet PATTERN SEQ(A a, NOT B n WITHIN 300 ms)", "100ms");
     let mut stdin = child.stdin.take().unwrap();
-    let stdout = child.stdout.take().unwrap();
-    let (tx, rx) = mpsc::channel();
-    std::thread::spawn(move || {
-        for line in BufReader::new(stdout).lines() {
-            if tx.send(line.unwrap()).is_err() {
-                return;
-            }
-        }
-    });
+    let rx = lines_of(child.stdout.take().unwrap());
     writeln!(stdin, "type,ts\nA,1000").unwrap();
     stdin.flush().unwrap();
     // The pipe stays open: the match can only come from the idle clock.

@@ -60,11 +60,10 @@ pub fn write_int(out: &mut String, i: impl itoa::Integer) {
 #[inline]
 pub fn write_hex128(out: &mut String, x: u128) {
     const DIGITS: &[u8; 16] = b"0123456789abcdef";
-    let mut hex = [0u8; 32];
-    for (i, d) in hex.iter_mut().enumerate() {
-        *d = DIGITS[(x >> (124 - 4 * i)) as usize & 0xf];
+    out.reserve(32);
+    for shift in (0..32).rev().map(|i| 4 * i) {
+        out.push(DIGITS[(x >> shift) as usize & 0xf] as char);
     }
-    out.push_str(std::str::from_utf8(&hex).expect("hex digits are ASCII"));
 }
 
 /// Appends a value as JSON: NULL as `null`, strings quoted, floats with

@@ -53,14 +53,9 @@ pub struct MatchRef<'a> {
 impl MatchRef<'_> {
     /// An owned [`Match`] (for query 0).
     pub fn to_match(&self) -> Match {
-        Match {
-            query: 0,
-            key: self.key,
-            start: self.start,
-            end: self.end,
-            rows: self.rows.to_vec(),
-            ends: (1..=self.rows.len() as u32).collect(),
-        }
+        let mut m = Match { query: 0, key: self.key, start: 0, end: 0, rows: Vec::new(), ends: Vec::new() };
+        self.fill(&mut m);
+        m
     }
 
     /// [`to_match`](Self::to_match) into `m`, reusing its vectors.
@@ -514,13 +509,13 @@ impl<E: StreamEvent> StackEngine<E> {
         let mut callback = self.callback.take();
         let mut visit = |m: &MatchRef<'_>| match &mut callback {
             Some(f) => f(m.to_match()),
-            None => match spare.pop() {
+            None => out.push_back(match spare.pop() {
                 Some(mut owned) => {
                     m.fill(&mut owned);
-                    out.push_back(owned);
+                    owned
                 }
-                None => out.push_back(m.to_match()),
-            },
+                None => m.to_match(),
+            }),
         };
         step(self, &mut visit);
         self.out = out;

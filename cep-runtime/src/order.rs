@@ -252,8 +252,7 @@ impl Merger {
             let merged = self.write_merged(&step, out);
             // Each shard's lines back to it (a shard that stopped has
             // dropped its end: they are dropped).
-            for (lines, back) in step.drain(..).zip(&self.recycle) {
-                let mut lines = lines;
+            for (mut lines, back) in step.drain(..).zip(&self.recycle) {
                 lines.clear();
                 let _ = back.send(lines);
             }

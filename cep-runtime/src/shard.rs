@@ -135,7 +135,9 @@ use std::time::{Duration, Instant};
 use cep_core::parallel::{ParseJob, PartedBlock, Partition};
 use cep_core::{Event, FieldId, FlatCursor, Sym, Timestamp, Value};
 use cep_nfa::program::Program;
-use crossbeam_channel::{Receiver, RecvError, Sender, TryRecvError, TrySendError, bounded, select, unbounded};
+use crossbeam_channel::{
+    Receiver, RecvError, RecvTimeoutError, Sender, TryRecvError, TrySendError, bounded, select, unbounded,
+};
 use std::sync::atomic::{AtomicU64, Ordering};
 
 mod balance;
@@ -229,6 +231,10 @@ const IN_FLIGHT: usize = 16;
 /// until the shards have run them, and more blocks ahead only spread the
 /// events over more memory than the caches hold.
 const BLOCKS_IN_FLIGHT: usize = 3;
+
+/// How often a wait on the shards looks whether one has ended without a
+/// word (see `ShardedRunner::take_until`).
+const STOPPED_CHECK: Duration = Duration::from_millis(50);
 /// Events of a parsed block's part a shard rebuilds at a time, each few run
 /// before the next are rebuilt (a part's worth, thousands, would leave the
 /// nearest cache before they ran).
@@ -904,12 +910,7 @@ impl ShardedRunner {
     /// meanwhile.
     fn wait_for_blocks(&mut self, n: usize, out: &mut impl Write) -> Result<(), PushError> {
         // Each shard says when it is done with a block (`take`).
-        while self.blocks_held.iter().any(|&held| held > n) && self.failed.is_none() {
-            match self.rx.recv() {
-                Ok(msg) => self.take(msg, out)?,
-                Err(_) => break,
-            }
-        }
+        self.take_until(out, |r| r.blocks_held.iter().all(|&held| held <= n))?;
         Ok(()) // a shard's error comes with the next send
     }
 
@@ -970,16 +971,7 @@ impl ShardedRunner {
             let sent = self.batches.deliver(w, ToShard::Sync).map_err(PushError::Io);
             self.after(sent, out)?;
         }
-        while self.synced < self.batches.txs.len() && self.failed.is_none() {
-            match self.rx.recv_timeout(Duration::from_millis(50)) {
-                Ok(msg) => self.take(msg, out)?,
-                // A shard that panicked sends nothing more.
-                Err(_) if self.handles.iter().flatten().any(JoinHandle::is_finished) => {
-                    self.failed.get_or_insert_with(|| "a shard thread stopped".into());
-                }
-                Err(_) => {}
-            }
-        }
+        self.take_until(out, |r| r.synced == r.batches.txs.len())?;
         self.write_output(out)
     }
 
@@ -1008,12 +1000,7 @@ impl ShardedRunner {
                 self.snapshots.push((j, snap));
             }
         }
-        while self.snapshots.len() < self.slices() && self.failed.is_none() {
-            match self.rx.recv() {
-                Ok(msg) => self.take(msg, out)?,
-                Err(_) => break,
-            }
-        }
+        self.take_until(out, |r| r.snapshots.len() == r.slices())?;
         if let Some(why) = &self.failed {
             return Err(io::Error::other(why.clone()));
         }
@@ -1108,10 +1095,23 @@ impl ShardedRunner {
     /// Waits until every slice asked back from a worker has come, writing
     /// the output meanwhile.
     fn settle(&mut self, out: &mut impl Write) -> Result<(), PushError> {
-        while self.batches.coming() > 0 && self.failed.is_none() {
-            match self.rx.recv() {
+        Ok(self.take_until(out, |r| r.batches.coming() == 0)?)
+    }
+
+    /// Takes the shards' messages, writing their output, until `done`
+    /// holds or a shard has failed. A shard thread that has ended while
+    /// the runtime still waits on it sent its error (taken first) or
+    /// panicked: that is a failure too, so that no wait outlives it.
+    fn take_until(&mut self, out: &mut impl Write, done: impl Fn(&ShardedRunner) -> bool) -> io::Result<()> {
+        while !done(self) && self.failed.is_none() {
+            match self.rx.recv_timeout(STOPPED_CHECK) {
                 Ok(msg) => self.take(msg, out)?,
-                Err(_) => break,
+                Err(RecvTimeoutError::Disconnected) => break,
+                Err(RecvTimeoutError::Timeout) => {
+                    if self.handles.iter().flatten().any(JoinHandle::is_finished) {
+                        self.failed.get_or_insert_with(|| "a shard thread stopped".into());
+                    }
+                }
             }
         }
         Ok(())

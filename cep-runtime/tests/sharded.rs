@@ -455,6 +455,26 @@ fn a_shard_that_panics_is_an_error_not_a_silent_loss() {
     assert!(end.to_string().contains("panicked") || end.to_string().contains("stopped"), "{end}");
 }
 
+/// A wait on the shards that a panicked shard will never answer (a `sync`,
+/// a checkpoint barrier) is an error, not a hang.
+#[test]
+fn a_shard_that_panics_fails_a_wait_instead_of_hanging() {
+    for checkpoint in [false, true] {
+        let mut r = pair_runtime();
+        let mut out = Vec::new();
+        r.push(&Event::new(Sym::new("A"), 0, 0, vec![Value::Int(1)]), &mut out).unwrap();
+        r.control(1, Box::new(|_: &mut Runner| panic!("injected panic"))).unwrap();
+        let err = if checkpoint {
+            r.checkpoint(&mut out).map(drop).map_err(|e| e.to_string())
+        } else {
+            r.sync(&mut out).map_err(|e| e.to_string())
+        };
+        let err = err.expect_err("the panicked shard never answers");
+        assert!(err.to_string().contains("stopped"), "checkpoint {checkpoint}: {err}");
+        assert!(r.finish(&mut out).is_err());
+    }
+}
+
 /// Queries added and removed while slices move at random at every send
 /// (every event goes out at once): the routes change from one key field
 /// to two and back while a slice may be on its way back to the calling
