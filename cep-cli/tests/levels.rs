@@ -116,9 +116,9 @@ fn library_lines(ticks: &[cep_bench::w1::Tick], keys: usize, per_key: usize) -> 
     let mut lines = Vec::new();
     for t in ticks {
         idx.update(price, Value::Int(t.key), Value::Int(t.price), t.ts, t.row, |f| {
-            let mut l = String::new();
+            let mut l = Vec::new();
             f.write_json(&mut l);
-            lines.push(l);
+            lines.push(String::from_utf8(l).unwrap());
         });
     }
     lines

@@ -66,38 +66,38 @@ impl Match {
     /// use cep_core::{Match, Value};
     /// let m = Match { query: 0, key: Value::Int(7), start: 1000, end: 31000,
     ///                 rows: vec![1, 2], ends: vec![1, 2] };
-    /// let mut line = String::new();
+    /// let mut line = Vec::new();
     /// m.write_json(&mut line, "rise_spike", &["r", "s"]);
     /// assert!(line.starts_with(
-    ///     r#"{"query":"rise_spike","key":7,"start":1000,"end":31000,"vars":{"r":[1],"s":[2]},"id":""#));
+    ///     br#"{"query":"rise_spike","key":7,"start":1000,"end":31000,"vars":{"r":[1],"s":[2]},"id":""#));
     /// ```
-    pub fn write_json(&self, out: &mut String, query: &str, var_names: &[impl AsRef<str>]) {
-        out.push_str("{\"query\":");
+    pub fn write_json(&self, out: &mut Vec<u8>, query: &str, var_names: &[impl AsRef<str>]) {
+        out.extend_from_slice(b"{\"query\":");
         json::write_str(out, query);
-        out.push_str(",\"key\":");
+        out.extend_from_slice(b",\"key\":");
         json::write_value(out, &self.key);
-        out.push_str(",\"start\":");
-        json::write_int(out, self.start);
-        out.push_str(",\"end\":");
-        json::write_int(out, self.end);
-        out.push_str(",\"vars\":{");
+        out.extend_from_slice(b",\"start\":");
+        json::write_i64(out, self.start);
+        out.extend_from_slice(b",\"end\":");
+        json::write_i64(out, self.end);
+        out.extend_from_slice(b",\"vars\":{");
         for (i, name) in var_names.iter().enumerate() {
             if i > 0 {
-                out.push(',');
+                out.push(b',');
             }
             json::write_str(out, name.as_ref());
-            out.push_str(":[");
+            out.extend_from_slice(b":[");
             for (j, &r) in self.var_rows(i).iter().enumerate() {
                 if j > 0 {
-                    out.push(',');
+                    out.push(b',');
                 }
-                json::write_int(out, r);
+                json::write_u64(out, r);
             }
-            out.push(']');
+            out.push(b']');
         }
-        out.push_str("},\"id\":\"");
+        out.extend_from_slice(b"},\"id\":\"");
         json::write_hex128(out, self.id(query).0);
-        out.push_str("\"}");
+        out.extend_from_slice(b"\"}");
     }
 }
 
@@ -135,9 +135,9 @@ pub struct MatchId(pub u128);
 impl fmt::Display for MatchId {
     /// As the output writes it: 32 lower-case hex digits.
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        let mut hex = String::with_capacity(32);
+        let mut hex = Vec::with_capacity(32);
         json::write_hex128(&mut hex, self.0);
-        f.write_str(&hex)
+        f.write_str(std::str::from_utf8(&hex).expect("hex digits are ASCII"))
     }
 }
 
@@ -221,10 +221,10 @@ mod tests {
     #[test]
     fn lines_are_pinned() {
         let m = Match { query: 0, key: Value::Int(0), start: 0, end: 1, rows: vec![0, 1], ends: vec![1, 2] };
-        let mut line = String::new();
+        let mut line = Vec::new();
         m.write_json(&mut line, "q1", &["a", "b"]);
         assert_eq!(
-            line,
+            String::from_utf8_lossy(&line),
             r#"{"query":"q1","key":0,"start":0,"end":1,"vars":{"a":[0],"b":[1]},"id":"57ec1276a7c8950fd11cf84c71f3c475"}"#
         );
         let m =
@@ -232,7 +232,7 @@ mod tests {
         line.clear();
         m.write_json(&mut line, "qz", &[String::from("a"), String::from("b")]);
         assert_eq!(
-            line,
+            String::from_utf8_lossy(&line),
             r#"{"query":"qz","key":"x\\yé\"","start":-5,"end":3,"vars":{"a":[0],"b":[1,2]},"id":"990843c857d45ef7051702f4eb7fe893"}"#
         );
     }
@@ -260,9 +260,9 @@ mod tests {
                 m.ends.push(m.rows.len() as u32);
             }
             let names: Vec<String> = (0..vars.len()).map(|i| format!("v{i}")).collect();
-            let mut line = String::new();
+            let mut line = Vec::new();
             m.write_json(&mut line, "q\"1", &names);
-            let back: serde_json::Value = serde_json::from_str(&line).unwrap();
+            let back: serde_json::Value = serde_json::from_slice(&line).unwrap();
             prop_assert_eq!(&back["query"], "q\"1");
             let want_key = match m.key {
                 Value::Int(i) => serde_json::json!(i),
@@ -283,9 +283,9 @@ mod tests {
     #[test]
     fn json_line_parses() {
         let m = Match { query: 0, key: Value::str("a\"b"), start: 1, end: 2, rows: vec![], ends: vec![0, 0] };
-        let mut s = String::new();
+        let mut s = Vec::new();
         m.write_json(&mut s, "q", &["x", "y"]);
-        let v: serde_json::Value = serde_json::from_str(&s).unwrap();
+        let v: serde_json::Value = serde_json::from_slice(&s).unwrap();
         assert_eq!(v["key"], "a\"b");
         assert_eq!(v["vars"]["x"], serde_json::json!([]));
     }

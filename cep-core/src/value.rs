@@ -398,9 +398,9 @@ impl Hash for Value {
 impl fmt::Display for Value {
     /// Formats the value as it appears in JSON output (strings quoted).
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        let mut s = String::new();
+        let mut s = Vec::new();
         crate::json::write_value(&mut s, self);
-        f.write_str(&s)
+        f.write_str(&String::from_utf8_lossy(&s))
     }
 }
 

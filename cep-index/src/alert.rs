@@ -235,24 +235,24 @@ impl Fire<'_> {
     /// use cep_index::{Direction, Fire};
     /// let f = Fire { id: "a17", key: Value::Int(7), ts: 1200, row: 3, value: Value::Int(10120),
     ///                direction: Direction::Above };
-    /// let mut line = String::new();
+    /// let mut line = Vec::new();
     /// f.write_json(&mut line);
-    /// assert_eq!(line, r#"{"level":"a17","key":7,"ts":1200,"row":3,"value":10120,"direction":"above"}"#);
+    /// assert_eq!(line, br#"{"level":"a17","key":7,"ts":1200,"row":3,"value":10120,"direction":"above"}"#);
     /// ```
-    pub fn write_json(&self, line: &mut String) {
-        line.push_str("{\"level\":");
+    pub fn write_json(&self, line: &mut Vec<u8>) {
+        line.extend_from_slice(b"{\"level\":");
         cep_core::json::write_str(line, self.id);
-        line.push_str(",\"key\":");
+        line.extend_from_slice(b",\"key\":");
         cep_core::json::write_value(line, &self.key);
-        line.push_str(",\"ts\":");
-        cep_core::json::write_int(line, self.ts);
-        line.push_str(",\"row\":");
-        cep_core::json::write_int(line, self.row);
-        line.push_str(",\"value\":");
+        line.extend_from_slice(b",\"ts\":");
+        cep_core::json::write_i64(line, self.ts);
+        line.extend_from_slice(b",\"row\":");
+        cep_core::json::write_u64(line, self.row);
+        line.extend_from_slice(b",\"value\":");
         cep_core::json::write_value(line, &self.value);
-        line.push_str(",\"direction\":\"");
-        line.push_str(self.direction.name());
-        line.push_str("\"}");
+        line.extend_from_slice(b",\"direction\":\"");
+        line.extend_from_slice(self.direction.name().as_bytes());
+        line.extend_from_slice(b"\"}");
     }
 }
 

@@ -49,9 +49,9 @@ fn run_case(case: &Case) -> Result<Vec<String>, String> {
     let emit = |i: usize, engine: &mut Engine<Event>, out: &mut Vec<String>| {
         let var_refs: Vec<&str> = vars[i].iter().map(String::as_str).collect();
         for m in engine.drain() {
-            let mut line = String::new();
+            let mut line = Vec::new();
             m.write_json(&mut line, &names[i], &var_refs);
-            out.push(strip_id(&line));
+            out.push(strip_id(std::str::from_utf8(&line).expect("a line is UTF-8")));
         }
     };
     for ev in &events {

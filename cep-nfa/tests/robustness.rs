@@ -496,8 +496,9 @@ fn run_engine(prog: Program<Event>, events: &[Event], wms: &[Option<i64>], cap: 
     let mut out = Vec::new();
     let take = |engine: &mut Engine<Event>, out: &mut Vec<RefMatch>| {
         for m in engine.drain() {
-            let mut line = String::new();
+            let mut line = Vec::new();
             m.write_json(&mut line, &name, &names);
+            let line = String::from_utf8(line).expect("a line is UTF-8");
             assert!(line.ends_with("\"}"), "{line}");
             out.push(to_ref(m));
         }

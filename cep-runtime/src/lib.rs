@@ -51,13 +51,13 @@ pub struct QueryInfo {
 #[derive(Debug)]
 pub struct JsonLines<W: Write> {
     out: W,
-    line: String,
+    line: Vec<u8>,
 }
 
 impl<W: Write> JsonLines<W> {
     /// A sink writing to `out`.
     pub fn new(out: W) -> JsonLines<W> {
-        JsonLines { out, line: String::with_capacity(256) }
+        JsonLines { out, line: Vec::with_capacity(256) }
     }
 
     /// Flushes and returns the writer.
@@ -86,15 +86,15 @@ impl<W: Write> Sink for JsonLines<W> {
     fn on_match(&mut self, q: &QueryInfo, m: &Match) -> io::Result<()> {
         self.line.clear();
         m.write_json(&mut self.line, &q.name, &q.vars);
-        self.line.push('\n');
-        self.out.write_all(self.line.as_bytes())
+        self.line.push(b'\n');
+        self.out.write_all(&self.line)
     }
 
     fn on_fire(&mut self, fire: &Fire<'_>) -> io::Result<()> {
         self.line.clear();
         fire.write_json(&mut self.line);
-        self.line.push('\n');
-        self.out.write_all(self.line.as_bytes())
+        self.line.push(b'\n');
+        self.out.write_all(&self.line)
     }
 }
 
@@ -183,7 +183,7 @@ pub struct Runner {
     late: LatePolicy,
     late_out: Option<io::BufWriter<std::fs::File>>,
     summary: Summary,
-    line: String,
+    line: Vec<u8>,
     field_names: Vec<String>,
     /// With an allowed delay: events wait here until the watermark passes them.
     reorder: Option<ReorderBuffer<Event>>,
@@ -321,7 +321,7 @@ impl Runner {
             late: LatePolicy::Drop,
             late_out: None,
             summary: Summary { matches: vec![0; n], ..Summary::default() },
-            line: String::new(),
+            line: Vec::new(),
             field_names: Vec::new(),
             reorder: None,
             ready: Vec::new(),
@@ -890,7 +890,7 @@ impl Runner {
             LatePolicy::Side(_) => {
                 if let Some(out) = &mut self.late_out {
                     write_event_json(&mut self.line, e, &self.field_names);
-                    out.write_all(self.line.as_bytes())?;
+                    out.write_all(&self.line)?;
                 }
             }
         }
@@ -1089,27 +1089,27 @@ fn take_matches(
 
 /// Formats an event as a JSON line with its row (for `--late side:FILE`):
 /// `{"row":3,"ts":5,"type":"Tick","price":10}`; NULL fields are left out.
-fn write_event_json(line: &mut String, e: &Event, names: &[String]) {
+fn write_event_json(line: &mut Vec<u8>, e: &Event, names: &[String]) {
     line.clear();
-    line.push_str("{\"row\":");
-    cep_core::json::write_int(line, e.row);
-    line.push_str(",\"ts\":");
-    cep_core::json::write_int(line, e.ts);
-    line.push_str(",\"type\":");
+    line.extend_from_slice(b"{\"row\":");
+    cep_core::json::write_u64(line, e.row);
+    line.extend_from_slice(b",\"ts\":");
+    cep_core::json::write_i64(line, e.ts);
+    line.extend_from_slice(b",\"type\":");
     cep_core::json::write_str(line, e.ty.as_str());
     for (i, v) in e.fields.iter().enumerate() {
         if v.is_null() {
             continue;
         }
-        line.push(',');
+        line.push(b',');
         match names.get(i) {
             Some(n) => cep_core::json::write_str(line, n),
             None => cep_core::json::write_str(line, &format!("field{i}")),
         }
-        line.push(':');
+        line.push(b':');
         cep_core::json::write_value(line, v);
     }
-    line.push_str("}\n");
+    line.extend_from_slice(b"}\n");
 }
 
 #[cfg(test)]
