@@ -85,17 +85,27 @@ impl<W: Write> JsonLines<W> {
 impl<W: Write> Sink for JsonLines<W> {
     fn on_match(&mut self, q: &QueryInfo, m: &Match) -> io::Result<()> {
         self.line.clear();
-        m.write_json(&mut self.line, &q.name, &q.vars);
-        self.line.push(b'\n');
+        match_line(&mut self.line, q, m);
         self.out.write_all(&self.line)
     }
 
     fn on_fire(&mut self, fire: &Fire<'_>) -> io::Result<()> {
         self.line.clear();
-        fire.write_json(&mut self.line);
-        self.line.push(b'\n');
+        fire_line(&mut self.line, fire);
         self.out.write_all(&self.line)
     }
+}
+
+/// Appends a match's output line, newline included.
+pub(crate) fn match_line(out: &mut Vec<u8>, q: &QueryInfo, m: &Match) {
+    m.write_json(out, &q.name, &q.vars);
+    out.push(b'\n');
+}
+
+/// Appends a level alert's output line, newline included.
+pub(crate) fn fire_line(out: &mut Vec<u8>, fire: &Fire<'_>) {
+    fire.write_json(out);
+    out.push(b'\n');
 }
 
 impl<F: FnMut(&QueryInfo, &Match)> Sink for F {

@@ -38,7 +38,7 @@ use cep_core::{Match, Timestamp, cmp_rows_by_var};
 use cep_index::Fire;
 use crossbeam_channel::{Receiver, Sender, unbounded};
 
-use crate::{JsonLines, QueryInfo, Sink};
+use crate::{QueryInfo, Sink};
 
 /// Where a line falls in one runner's emission order (see the
 /// [module](self) docs). A deadline's tie-break, the match's rows, lies in
@@ -158,7 +158,9 @@ impl Lines {
 pub(crate) struct KeyedLines {
     lines: Lines,
     keyed: bool,
-    json: JsonLines<Vec<u8>>,
+    /// The lines' bytes, written here directly (through a `JsonLines`
+    /// each line was built apart and then copied).
+    bytes: Vec<u8>,
     /// Lines the emitter has written and sent back, to fill again.
     spare: Option<Receiver<Lines>>,
 }
@@ -166,7 +168,7 @@ pub(crate) struct KeyedLines {
 impl KeyedLines {
     /// Plain JSON lines, no keys.
     pub(crate) fn new() -> KeyedLines {
-        KeyedLines { lines: Lines::default(), keyed: false, json: JsonLines::new(Vec::new()), spare: None }
+        KeyedLines { lines: Lines::default(), keyed: false, bytes: Vec::new(), spare: None }
     }
 
     /// From now on, keeps each line's key, and fills the lines that come
@@ -187,29 +189,29 @@ impl KeyedLines {
     pub(crate) fn take(&mut self) -> Lines {
         let fresh = self.spare.as_ref().and_then(|s| s.try_recv().ok()).unwrap_or_default();
         let mut lines = std::mem::replace(&mut self.lines, fresh);
-        lines.bytes = std::mem::replace(self.json.get_mut(), std::mem::take(&mut self.lines.bytes));
+        lines.bytes = std::mem::replace(&mut self.bytes, std::mem::take(&mut self.lines.bytes));
         lines
     }
 
     /// Whether no line is waiting.
     pub(crate) fn is_empty(&self) -> bool {
-        self.json.get_ref().is_empty()
+        self.bytes.is_empty()
     }
 }
 
 impl Sink for KeyedLines {
     fn on_match(&mut self, q: &QueryInfo, m: &Match) -> io::Result<()> {
-        self.json.on_match(q, m)?;
+        crate::match_line(&mut self.bytes, q, m);
         if self.keyed {
-            self.lines.key_match(q, m, self.json.get_ref().len());
+            self.lines.key_match(q, m, self.bytes.len());
         }
         Ok(())
     }
 
     fn on_fire(&mut self, f: &Fire<'_>) -> io::Result<()> {
-        self.json.on_fire(f)?;
+        crate::fire_line(&mut self.bytes, f);
         if self.keyed {
-            self.lines.key_fire(f, self.json.get_ref().len());
+            self.lines.key_fire(f, self.bytes.len());
         }
         Ok(())
     }
