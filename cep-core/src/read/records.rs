@@ -56,6 +56,9 @@ pub(super) struct CsvRecords<R> {
     /// general path stops inside a line).
     line_len: usize,
     max_line: usize,
+    /// An error of the source met by [`simple_line`](Self::simple_line),
+    /// for the next read to report: some sources report an error once.
+    pending: Option<io::Error>,
 }
 
 /// A fatal error: the line it is on, and its message.
@@ -76,6 +79,7 @@ impl<R: BufRead> CsvRecords<R> {
             record_line: 0,
             line_len: 0,
             max_line,
+            pending: None,
         }
     }
 
@@ -109,6 +113,32 @@ impl<R: BufRead> CsvRecords<R> {
         self.max_line
     }
 
+    /// Offers the buffered input, from the start of the next record, to
+    /// `read`, which reads a record that is one whole line there and says
+    /// where its newline is, or declines with `None` (anything it would
+    /// have to interpret: the usual paths then read the record). Reads
+    /// from the source first if nothing is buffered. Whether `read` took a
+    /// record.
+    #[inline]
+    pub(super) fn simple_line(&mut self, read: impl FnOnce(&[u8]) -> Option<usize>) -> bool {
+        if self.pending.is_some() {
+            return false;
+        }
+        let buf = match self.src.fill_buf() {
+            Ok(buf) => buf,
+            Err(e) => {
+                self.pending = Some(e);
+                return false;
+            }
+        };
+        let Some(end) = read(buf) else { return false };
+        self.src.consume(end + 1);
+        self.byte += end as u64 + 1;
+        self.lines += 1;
+        self.record_line = self.lines;
+        true
+    }
+
     /// Reads the next record and hands `visit` its bytes, its cells (ranges
     /// of those bytes), the line it starts on and whether its last cell is
     /// a quoted field still open at the end of the input; `Ok(None)` at the
@@ -119,6 +149,9 @@ impl<R: BufRead> CsvRecords<R> {
         visit: impl FnOnce(&[u8], &[(usize, usize)], u64, bool) -> T,
     ) -> Result<Option<T>, Fatal> {
         loop {
+            if let Some(e) = self.pending.take() {
+                read_error(e, self.lines + 1)?;
+            }
             let Some(buf) = filled(&mut self.src, self.lines + 1)? else { continue };
             if buf.is_empty() {
                 return Ok(None);
