@@ -1127,8 +1127,8 @@ fn simple_record(
         // The end of the input, or a line the records' reader may skip as
         // blank (`\n`, or `\r` then the end of the line): if nothing else
         // follows, the end of the input, which must leave `event` as it was
-        // (a line declined later has its event filled again or is a bad
-        // row).
+        // (a line declined later has its event filled again, or is a bad
+        // row or a fatal error).
         return None;
     }
     event.fields.clear();
