@@ -7,8 +7,8 @@
 //! every event two or three times, about 2,900 instructions a line.
 //!
 //! Bytes, not a `String`: a `String` takes bytes only through a UTF-8 check
-//! or one `char` at a time (a match id's 32 hex digits pushed as chars cost
-//! six times a copy of them). Pieces of a known size are copied as arrays,
+//! or one `char` at a time (a match id's 32 hex digits pushed as chars took
+//! 634 instructions, checked and copied as a `&str` 100). Pieces of a known size are copied as arrays,
 //! which the compiler turns into a few moves instead of a call to `memcpy`:
 //! a number's digits are made eight at a time in a word, which is copied
 //! whole, the vector then cut back to the digits.
@@ -65,7 +65,7 @@ const ZEROS: u64 = 0x3030_3030_3030_3030;
 
 /// Appends `v` in decimal.
 ///
-/// The digits are made in a word, eight at a time ([`digits8`]), and the
+/// The digits are made in a word, eight at a time, and the
 /// word is copied out whole and the vector cut back to the digits: no byte
 /// goes through memory twice (digits stored one or two at a time and read
 /// back as one word stall until the stores reach the cache: a table-driven
