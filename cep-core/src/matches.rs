@@ -224,7 +224,7 @@ mod tests {
         let mut line = Vec::new();
         m.write_json(&mut line, "q1", &["a", "b"]);
         assert_eq!(
-            String::from_utf8_lossy(&line),
+            std::str::from_utf8(&line).unwrap(),
             r#"{"query":"q1","key":0,"start":0,"end":1,"vars":{"a":[0],"b":[1]},"id":"57ec1276a7c8950fd11cf84c71f3c475"}"#
         );
         let m =
@@ -232,7 +232,7 @@ mod tests {
         line.clear();
         m.write_json(&mut line, "qz", &[String::from("a"), String::from("b")]);
         assert_eq!(
-            String::from_utf8_lossy(&line),
+            std::str::from_utf8(&line).unwrap(),
             r#"{"query":"qz","key":"x\\yé\"","start":-5,"end":3,"vars":{"a":[0],"b":[1,2]},"id":"990843c857d45ef7051702f4eb7fe893"}"#
         );
     }
