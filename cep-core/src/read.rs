@@ -3285,17 +3285,10 @@ mod tests {
         }
     }
 
-    /// Everything reading `text` yields, item by item, with the reader's
-    /// position and line after each; with or without the simple-line path.
-    fn read_all(text: &[u8], capacity: usize, max_line: usize, simple: bool) -> Vec<String> {
-        let src = io::BufReader::with_capacity(capacity, text);
-        let mut r = match Reader::with_max_line(src, "d.csv", Format::Csv, max_line) {
-            Ok(r) => r,
-            Err(e) => return vec![format!("open: {e}")],
-        };
-        if let Inner::Csv(csv) = &mut r.inner {
-            csv.simple = simple;
-        }
+    /// Everything `r` yields, item by item, with its position and line
+    /// after each (checking that the end of the input leaves the event as
+    /// it was).
+    fn items<R: BufRead>(r: &mut Reader<R>) -> Vec<String> {
         let mut e = Event::default();
         let mut out = Vec::new();
         loop {
@@ -3303,7 +3296,7 @@ mod tests {
             let item = match r.next_event(&mut e) {
                 Ok(true) => format!("{} {:?} {} {:?}", e.ty.as_str(), e.ts, e.row, e.fields),
                 Ok(false) => {
-                    assert_eq!(e, before, "the end of the input leaves the event as it was (simple {simple})");
+                    assert_eq!(e, before, "the end of the input leaves the event as it was");
                     break;
                 }
                 Err(err) => format!("error {err} {:?} {:?}", err.row, err.kind),
@@ -3315,6 +3308,20 @@ mod tests {
             }
         }
         out
+    }
+
+    /// Everything reading CSV `text` yields ([`items`]), with or without the
+    /// simple-line path.
+    fn read_all(text: &[u8], capacity: usize, max_line: usize, simple: bool) -> Vec<String> {
+        let src = io::BufReader::with_capacity(capacity, text);
+        let mut r = match Reader::with_max_line(src, "d.csv", Format::Csv, max_line) {
+            Ok(r) => r,
+            Err(e) => return vec![format!("open: {e}")],
+        };
+        if let Inner::Csv(csv) = &mut r.inner {
+            csv.simple = simple;
+        }
+        items(&mut r)
     }
 
     /// CSV text over an alphabet that hits every way out of the simple-line
@@ -3365,8 +3372,9 @@ mod tests {
         }
     }
 
-    /// Everything reading JSON lines `text` yields, with or without the
-    /// simple-object path, and the fields the schema knows at the end.
+    /// Everything reading JSON lines `text` yields ([`items`]), with or
+    /// without the simple-object path, and the fields the schema knows at
+    /// the end.
     fn read_all_json(text: &[u8], simple: bool) -> Vec<String> {
         let mut r = match Reader::new(text, "d.jsonl", Format::Jsonl) {
             Ok(r) => r,
@@ -3375,20 +3383,7 @@ mod tests {
         if let Inner::Jsonl(json) = &mut r.inner {
             json.simple = simple;
         }
-        let mut e = Event::default();
-        let mut out = Vec::new();
-        loop {
-            let item = match r.next_event(&mut e) {
-                Ok(true) => format!("{} {:?} {} {:?}", e.ty.as_str(), e.ts, e.row, e.fields),
-                Ok(false) => break,
-                Err(err) => format!("error {err} {:?} {:?}", err.row, err.kind),
-            };
-            let fatal = item.starts_with("error") && r.failed.is_some();
-            out.push(format!("{item} @ {:?} line {} rows {}", r.position(), r.last_line(), r.rows()));
-            if fatal {
-                break;
-            }
-        }
+        let mut out = items(&mut r);
         let names: Vec<&str> = r.schema().field_names().collect();
         out.push(format!("fields {names:?}"));
         out
