@@ -38,6 +38,7 @@ use cep_time::wheel::{TimerId, TimerWheel};
 use crate::buffer::{Buffer, NIL, Node, NodeId};
 use crate::idle::{self, IdleParts};
 use crate::program::{FrameSlot, Program, RegOp, RegUpdate, Selection, SharedFramePred, SkipTo, Strategy, Window};
+use crate::spare::SpareMatches;
 
 /// What the engine needs from an event besides the program's closures.
 pub trait StreamEvent {
@@ -476,7 +477,7 @@ pub struct Engine<E> {
     out: VecDeque<Match>,
     /// Matches handed back ([`recycle`](Self::recycle)), whose vectors the
     /// next final runs fill.
-    spare: Vec<Match>,
+    spare: SpareMatches,
     stats: Stats,
     // Scratch, reused across events.
     frame: Vec<Value>,
@@ -555,7 +556,7 @@ impl<E: StreamEvent> Engine<E> {
             watermark: Timestamp::MIN,
             seq: 0,
             out: VecDeque::new(),
-            spare: Vec::new(),
+            spare: SpareMatches::default(),
             stats: Stats::default(),
             frame: vec![Value::Null; prog.frame.len()],
             acc: 0,
@@ -808,12 +809,10 @@ impl<E: StreamEvent> Engine<E> {
 
     /// Hands back a match taken with [`pop`](Self::pop) and done with: a
     /// later match is built in its vectors. (At most
-    /// [`SPARE_MATCHES`](crate::stack::SPARE_MATCHES) are kept.)
+    /// [`SPARE_MATCHES`](crate::spare::SPARE_MATCHES) are kept.)
     #[inline]
     pub fn recycle(&mut self, m: Match) {
-        if self.spare.len() < crate::stack::SPARE_MATCHES {
-            self.spare.push(m);
-        }
+        self.spare.keep(m);
     }
 
     /// Whether a match waits to be taken ([`pop`](Self::pop) would give
@@ -1148,7 +1147,7 @@ impl<E: StreamEvent> Engine<E> {
     fn queue_done(&mut self, pid: u32, r: &Run) {
         self.buffer.path(r.node, &mut self.path);
         let n = self.prog.elements.len();
-        let (mut rows, mut ends) = match self.spare.pop() {
+        let (mut rows, mut ends) = match self.spare.take() {
             Some(m) => (m.rows, m.ends),
             None => (Vec::with_capacity(self.path.len()), Vec::with_capacity(n)),
         };

@@ -10,5 +10,6 @@ pub mod idle;
 pub mod program;
 pub mod reference;
 pub mod select;
+pub mod spare;
 pub mod stack;
 pub mod syntax;

@@ -33,6 +33,7 @@ use cep_core::{Match, Timestamp, Value};
 use crate::engine::{LateEvent, StreamEvent};
 use crate::idle::{self, IdleParts};
 use crate::program::{FrameSlot, Program, SharedFramePred, Strategy, Window};
+use crate::spare::SpareMatches;
 use crate::syntax::ast::{Quant, Selection};
 
 /// A match as the stack engine builds it, borrowed for the duration of a
@@ -347,9 +348,6 @@ pub struct StackSnapshot {
     stats: StackStats,
 }
 
-/// Matches [`StackEngine::recycle`] keeps, at most.
-pub const SPARE_MATCHES: usize = 64;
-
 /// The stack engine over a qualifying [`Program`] (see [`qualifies`]).
 ///
 /// # Examples
@@ -387,7 +385,7 @@ pub struct StackEngine<E> {
     out: VecDeque<Match>,
     /// Matches handed back ([`recycle`](Self::recycle)), to fill again:
     /// a match-heavy query otherwise allocates two vectors per match.
-    spare: Vec<Match>,
+    spare: SpareMatches,
     callback: Option<Box<dyn FnMut(Match) + Send>>,
     watermark: Timestamp,
     seq: u64,
@@ -473,7 +471,7 @@ impl<E: StreamEvent> StackEngine<E> {
             parts: Vec::new(),
             idle: IdleParts::new(true),
             out: VecDeque::new(),
-            spare: Vec::new(),
+            spare: SpareMatches::default(),
             callback: None,
             watermark: Timestamp::MIN,
             seq: 0,
@@ -509,7 +507,7 @@ impl<E: StreamEvent> StackEngine<E> {
         let mut callback = self.callback.take();
         let mut visit = |m: &MatchRef<'_>| match &mut callback {
             Some(f) => f(m.to_match()),
-            None => out.push_back(match spare.pop() {
+            None => out.push_back(match spare.take() {
                 Some(mut owned) => {
                     m.fill(&mut owned);
                     owned
@@ -665,13 +663,11 @@ impl<E: StreamEvent> StackEngine<E> {
     }
 
     /// Hands back a match taken with [`pop`](Self::pop) and done with: a
-    /// later match is built in its vectors. (At most [`SPARE_MATCHES`] are
-    /// kept.)
+    /// later match is built in its vectors. (At most
+    /// [`SPARE_MATCHES`](crate::spare::SPARE_MATCHES) are kept.)
     #[inline]
     pub fn recycle(&mut self, m: Match) {
-        if self.spare.len() < SPARE_MATCHES {
-            self.spare.push(m);
-        }
+        self.spare.keep(m);
     }
 
     /// Whether a match waits to be taken ([`pop`](Self::pop) would give

@@ -156,11 +156,9 @@ impl Lines {
 /// [ordered](KeyedLines::keep_keys).
 #[derive(Debug)]
 pub(crate) struct KeyedLines {
+    /// The lines so far, each written straight into their bytes.
     lines: Lines,
     keyed: bool,
-    /// The lines' bytes, written here directly (through a `JsonLines`
-    /// each line was built apart and then copied).
-    bytes: Vec<u8>,
     /// Lines the emitter has written and sent back, to fill again.
     spare: Option<Receiver<Lines>>,
 }
@@ -168,11 +166,11 @@ pub(crate) struct KeyedLines {
 impl KeyedLines {
     /// Plain JSON lines, no keys.
     pub(crate) fn new() -> KeyedLines {
-        KeyedLines { lines: Lines::default(), keyed: false, bytes: Vec::new(), spare: None }
+        KeyedLines { lines: Lines::default(), keyed: false, spare: None }
     }
 
     /// From now on, keeps each line's key, and fills the lines that come
-    /// back on `spare` (from [`Merger::recycler`]) before new ones: a
+    /// back on `spare` (from [`Merger::new`]) before new ones: a
     /// match-heavy step's lines and keys are megabytes, which fresh memory
     /// had to be faulted in for at every step (and the emitter to unmap).
     pub(crate) fn keep_keys(&mut self, spare: Receiver<Lines>) {
@@ -188,30 +186,28 @@ impl KeyedLines {
     /// The lines so far (with their keys if kept), leaving it empty.
     pub(crate) fn take(&mut self) -> Lines {
         let fresh = self.spare.as_ref().and_then(|s| s.try_recv().ok()).unwrap_or_default();
-        let mut lines = std::mem::replace(&mut self.lines, fresh);
-        lines.bytes = std::mem::replace(&mut self.bytes, std::mem::take(&mut self.lines.bytes));
-        lines
+        std::mem::replace(&mut self.lines, fresh)
     }
 
     /// Whether no line is waiting.
     pub(crate) fn is_empty(&self) -> bool {
-        self.bytes.is_empty()
+        self.lines.bytes.is_empty()
     }
 }
 
 impl Sink for KeyedLines {
     fn on_match(&mut self, q: &QueryInfo, m: &Match) -> io::Result<()> {
-        crate::match_line(&mut self.bytes, q, m);
+        crate::match_line(&mut self.lines.bytes, q, m);
         if self.keyed {
-            self.lines.key_match(q, m, self.bytes.len());
+            self.lines.key_match(q, m, self.lines.bytes.len());
         }
         Ok(())
     }
 
     fn on_fire(&mut self, f: &Fire<'_>) -> io::Result<()> {
-        crate::fire_line(&mut self.bytes, f);
+        crate::fire_line(&mut self.lines.bytes, f);
         if self.keyed {
-            self.lines.key_fire(f, self.bytes.len());
+            self.lines.key_fire(f, self.lines.bytes.len());
         }
         Ok(())
     }
