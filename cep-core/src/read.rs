@@ -1429,19 +1429,8 @@ impl<R: BufRead> JsonState<R> {
             // time and memory in proportion to every key ever seen, and
             // rows that each bring a new key were quadratic.
             event.fields.clear();
-            let mut ctx = RowCtx {
-                schema,
-                fields: &mut event.fields,
-                keys: &mut self.keys,
-                new_keys: self.new_keys,
-                strings,
-                line: text,
-                numbers: 0,
-                ts: None,
-                ty: None,
-                error: None,
-                default_ty,
-            };
+            let mut ctx =
+                RowCtx::new(schema, &mut event.fields, &mut self.keys, self.new_keys, strings, text, default_ty);
             let bad = |message: String| RawError { line, row: Some(row), message };
             if !(self.simple && simple_object(text, &mut ctx).is_some()) {
                 // Read again from the start (the keys the simple path met,
@@ -1501,19 +1490,7 @@ impl<R: BufRead> JsonState<R> {
             return false;
         }
         event.fields.clear();
-        let mut ctx = RowCtx {
-            schema,
-            fields: &mut event.fields,
-            keys: &mut self.keys,
-            new_keys: self.new_keys,
-            strings,
-            line: text,
-            numbers: 0,
-            ts: None,
-            ty: None,
-            error: None,
-            default_ty,
-        };
+        let mut ctx = RowCtx::new(schema, &mut event.fields, &mut self.keys, self.new_keys, strings, text, default_ty);
         let (Some(()), Some(ts)) = (simple_object(text, &mut ctx), ctx.ts) else { return false };
         event.ty = ctx.ty.unwrap_or(default_ty);
         event.ts = ts;
@@ -1702,7 +1679,32 @@ struct RowCtx<'a> {
     default_ty: Sym,
 }
 
-impl RowCtx<'_> {
+impl<'a> RowCtx<'a> {
+    /// The state of reading `line` into `fields` (cleared by the caller).
+    fn new(
+        schema: &'a mut Schema,
+        fields: &'a mut Vec<Value>,
+        keys: &'a mut Keys,
+        new_keys: bool,
+        strings: &'a mut StrCache,
+        line: &'a [u8],
+        default_ty: Sym,
+    ) -> RowCtx<'a> {
+        RowCtx {
+            schema,
+            fields,
+            keys,
+            new_keys,
+            strings,
+            line,
+            numbers: 0,
+            ts: None,
+            ty: None,
+            error: None,
+            default_ty,
+        }
+    }
+
     fn fail<E: de::Error>(&mut self, message: String) -> E {
         self.error = Some(message);
         E::custom("bad value")
@@ -3707,19 +3709,7 @@ mod tests {
         let mut r = Reader::new(&b""[..], "s.jsonl", Format::Jsonl).unwrap();
         let Inner::Jsonl(json) = &mut r.inner else { unreachable!() };
         let mut fields = Vec::new();
-        let mut ctx = RowCtx {
-            schema: &mut r.schema,
-            fields: &mut fields,
-            keys: &mut json.keys,
-            new_keys: true,
-            strings: &mut r.strings,
-            line: b"",
-            numbers: 0,
-            ts: None,
-            ty: None,
-            error: None,
-            default_ty: r.default_ty,
-        };
+        let mut ctx = RowCtx::new(&mut r.schema, &mut fields, &mut json.keys, true, &mut r.strings, b"", r.default_ty);
         let line = br#"{"type": "Tick", "ts":5,"k":-7 , "s":"x","b":true,"n":null}"#;
         assert_eq!(simple_object(line, &mut ctx), Some(()));
         assert_eq!((ctx.ts, ctx.ty.map(|t| t.as_str())), (Some(5), Some("Tick")));
