@@ -121,16 +121,7 @@ impl<R: BufRead> CsvRecords<R> {
     /// record.
     #[inline]
     pub(super) fn simple_line(&mut self, read: impl FnOnce(&[u8]) -> Option<usize>) -> bool {
-        if self.pending.is_some() {
-            return false;
-        }
-        let buf = match self.src.fill_buf() {
-            Ok(buf) => buf,
-            Err(e) => {
-                self.pending = Some(e);
-                return false;
-            }
-        };
+        let Some(buf) = peek(&mut self.src, &mut self.pending) else { return false };
         let Some(end) = read(buf) else { return false };
         self.src.consume(end + 1);
         self.byte += end as u64 + 1;
@@ -271,9 +262,9 @@ impl<R: BufRead> CsvRecords<R> {
 }
 
 /// `0x01` in every byte.
-const ONES: u64 = 0x0101_0101_0101_0101;
+pub(super) const ONES: u64 = 0x0101_0101_0101_0101;
 /// The high bit of every byte.
-const HIGHS: u64 = 0x8080_8080_8080_8080;
+pub(super) const HIGHS: u64 = 0x8080_8080_8080_8080;
 
 /// The high bit of each byte of `word` that equals `byte` (exactly: no
 /// carry crosses from one byte into the next).
@@ -335,6 +326,27 @@ fn split_line(buf: &[u8], max: usize, cells: &mut Vec<(usize, usize)>) -> Option
         }
     }
     None
+}
+
+/// The buffer of `src` for a path that only looks at it (a simple line,
+/// read in place): `None` while an error waits in `pending`, or after a
+/// read that failed — its error kept in `pending` for the next read to
+/// report, as some sources report an error only once (an interrupted read
+/// is left for the next read to retry).
+#[inline]
+pub(super) fn peek<'a, R: BufRead>(src: &'a mut R, pending: &mut Option<io::Error>) -> Option<&'a [u8]> {
+    if pending.is_some() {
+        return None;
+    }
+    match src.fill_buf() {
+        Ok(buf) => Some(buf),
+        Err(e) => {
+            if e.kind() != io::ErrorKind::Interrupted {
+                *pending = Some(e);
+            }
+            None
+        }
+    }
 }
 
 /// The buffer of `src`, or `None` after an interrupted read (the caller
