@@ -3636,12 +3636,33 @@ mod tests {
         /// without a stop and stops at every place both come up).
         #[test]
         fn string_stops_find_the_first_stop(
-            bytes in proptest::array::uniform8(prop_oneof![6 => 0x20u8..0x7f, 1 => any::<u8>()])
+            bytes in proptest::array::uniform8(prop_oneof![
+                6 => 0x20u8..0x7f,
+                1 => any::<u8>(),
+                // Each side of every edge.
+                2 => prop::sample::select(vec![0x00u8, 0x1f, 0x20, 0x21, 0x22, 0x23, 0x5b, 0x5c, 0x5d, 0x7e, 0x7f, 0x80, 0xff]),
+            ])
         ) {
             let want = bytes.iter().position(|&b| b == b'"' || b == b'\\' || !(0x20..0x7f).contains(&b));
             let stops = string_stops(u64::from_le_bytes(bytes));
             let got = (stops != 0).then(|| stops.trailing_zeros() as usize / 8);
             prop_assert_eq!(got, want, "{:?}", bytes);
+        }
+    }
+
+    /// Every byte value, at every place of a word of plain bytes, is a stop
+    /// exactly when a byte-by-byte scan says so.
+    #[test]
+    fn string_stops_know_every_byte() {
+        for b in 0..=255u8 {
+            let stop = b == b'"' || b == b'\\' || !(0x20..0x7f).contains(&b);
+            for place in 0..8 {
+                let mut bytes = *b"abcdefgh";
+                bytes[place] = b;
+                let stops = string_stops(u64::from_le_bytes(bytes));
+                let got = (stops != 0).then(|| stops.trailing_zeros() as usize / 8);
+                assert_eq!(got, stop.then_some(place), "byte {b:#04x} at {place}");
+            }
         }
     }
 
