@@ -132,8 +132,10 @@ use std::sync::Arc;
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
+pub use cep_core::keys::shard_of;
+use cep_core::keys::{int_hash, shard_cached};
 use cep_core::parallel::{ParseJob, PartedBlock, Partition};
-use cep_core::{Event, FieldId, FlatCursor, Sym, Timestamp, Value};
+use cep_core::{Event, FieldId, FlatCursor, Timestamp, Value};
 use cep_nfa::program::Program;
 use crossbeam_channel::{
     Receiver, RecvError, RecvTimeoutError, Sender, TryRecvError, TrySendError, bounded, select, unbounded,
@@ -148,76 +150,6 @@ use crate::order::{KeyedLines, Lines, Merger};
 use crate::{
     JsonLines, LEVELS_BIT, MASK_QUERIES, PushError, QueryInfo, Runner, RunnerSnapshot, RunnerStats, Sink, Summary,
 };
-
-/// The shard of a key among `shards`: a hash with fixed seeds, so every
-/// run (and every process) puts a key on the same shard. (Checkpoints of a
-/// sharded run depend on it: see `checkpoint::HASH_VERSION`.)
-///
-/// # Examples
-/// ```
-/// use cep_core::Value;
-/// use cep_runtime::shard::shard_of;
-/// let s = shard_of(&Value::Int(7), 4);
-/// assert!(s < 4);
-/// assert_eq!(shard_of(&Value::Int(7), 4), s);
-/// ```
-#[inline(always)]
-pub fn shard_of(key: &Value, shards: usize) -> usize {
-    let h = match *key {
-        Value::Int(i) => mix(i as u64),
-        _ => other_hash(key),
-    };
-    reduce(h, shards)
-}
-
-/// The hash of an integer key: one 128-bit multiply by an odd constant,
-/// its halves folded (so the low bits, which pick the shard, depend on
-/// every bit of the key). Hashing the `Value` with ahash took a fifth of
-/// the reader's time on W5.
-#[inline]
-fn mix(x: u64) -> u64 {
-    let m = u128::from(x ^ 0x243f_6a88_85a3_08d3) * 0x9e37_79b9_7f4a_7c15;
-    (m as u64) ^ (m >> 64) as u64
-}
-
-/// The stable hash of a key other than an integer (out of line).
-#[inline(never)]
-fn other_hash(key: &Value) -> u64 {
-    match *key {
-        // By the text: a symbol's number depends on the order strings were
-        // interned, which differs between a run and its resumption.
-        Value::Str(s) => str_hash(s),
-        _ => STABLE.hash_one(key),
-    }
-}
-
-/// A key's hash to a shard among `shards`.
-#[inline]
-fn reduce(h: u64, shards: usize) -> usize {
-    let n = shards.max(1) as u64;
-    // The same remainder, without a division for 2, 4, 8… shards.
-    (if n.is_power_of_two() { h & (n - 1) } else { h % n }) as usize
-}
-
-/// The stable hash of a string key (out of line: it takes the interner's
-/// read lock).
-#[inline(never)]
-fn str_hash(s: Sym) -> u64 {
-    STABLE.hash_one(s.as_str())
-}
-
-thread_local! {
-    /// [`shard_cached`]'s cache, per thread (the reader's, or each parser
-    /// thread's for [`ShardedRunner::partition`]): the stable hash of each
-    /// string key by symbol number (0: not yet computed), so that routing a
-    /// string key takes the interner's lock once per distinct string, not
-    /// once per event.
-    static STR_HASHES: std::cell::RefCell<Vec<u64>> = const { std::cell::RefCell::new(Vec::new()) };
-}
-
-/// Fixed seeds: the same key hashes alike in every run and process.
-static STABLE: std::sync::LazyLock<ahash::RandomState> =
-    std::sync::LazyLock::new(|| ahash::RandomState::with_seeds(0x5eed, 0xcafe, 0xf00d, 0xbeef));
 
 /// Events per batch (per shard).
 const BATCH: usize = 4096;
@@ -877,7 +809,7 @@ impl ShardedRunner {
             return None; // slices move between threads
         }
         let shards = self.handles.len();
-        Some(Partition::new(shards, move |e: &Event| field_shard(e, field, shards)))
+        Some(Partition::by_field(shards, field))
     }
 
     /// Processes a block of events split by [`partition`](Self::partition):
@@ -1450,25 +1382,6 @@ fn field_shard(e: &Event, f: FieldId, shards: usize) -> usize {
     shard_cached(e.fields.get(f as usize).unwrap_or(&Value::Null), shards)
 }
 
-/// [`shard_of`], with string hashes kept in this thread's cache
-/// ([`STR_HASHES`]) by symbol number.
-#[inline(always)]
-fn shard_cached(key: &Value, shards: usize) -> usize {
-    let Value::Str(s) = key else { return shard_of(key, shards) };
-    let i = s.index() as usize;
-    let hash = STR_HASHES.with(|cache| {
-        let mut cache = cache.borrow_mut();
-        if cache.len() <= i {
-            cache.resize(i + 1, 0);
-        }
-        if cache[i] == 0 {
-            cache[i] = str_hash(*s);
-        }
-        cache[i]
-    });
-    reduce(hash, shards)
-}
-
 /// The reader's side of the slices: the front's sink, which runs each
 /// released event on the calling thread's runner of its slice, or copies it
 /// into the bundle of the worker that runs the slice, and sends the
@@ -1828,7 +1741,7 @@ impl Batcher {
     #[inline(always)]
     fn slice_of(&self, e: &Event, f: FieldId) -> usize {
         match (self.pow2_mask, e.fields.get(f as usize)) {
-            (Some(m), Some(&Value::Int(i))) => (mix(i as u64) & m) as usize,
+            (Some(m), Some(&Value::Int(i))) => (int_hash(i) & m) as usize,
             _ => field_shard(e, f, self.worker_of.len()),
         }
     }
@@ -2129,6 +2042,7 @@ impl Shard {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use cep_core::Sym;
 
     #[test]
     fn integer_keys_spread_evenly() {
@@ -2277,18 +2191,5 @@ mod tests {
         // Each event pairs with the next of its key (100 later), but the
         // last of each key.
         assert_eq!(summary.matches, [(n - 100) as u64]);
-    }
-
-    #[test]
-    fn cached_string_routes_agree_with_shard_of() {
-        for i in 0..200 {
-            let key = if i % 3 == 0 { Value::Int(i) } else { Value::Str(Sym::new(&format!("key{i}"))) };
-            for shards in [1, 2, 3, 4, 7] {
-                // Twice: computed, then from the cache.
-                assert_eq!(shard_cached(&key, shards), shard_of(&key, shards), "{key:?}");
-                assert_eq!(shard_cached(&key, shards), shard_of(&key, shards), "{key:?}");
-            }
-        }
-        assert!(STR_HASHES.with(|cache| cache.borrow().iter().filter(|&&h| h != 0).count()) >= 133);
     }
 }
