@@ -225,7 +225,7 @@ impl Value {
     /// forward the two 8-byte stores that just wrote it; a 16-byte load of
     /// such a value waits until both stores reach the cache. The parallel
     /// reader's partitioned blocks ([`FlatEvents`](crate::FlatEvents)) copy
-    /// every event's fields like this.
+    /// every event's fields in like this.
     ///
     /// # Examples
     /// ```
