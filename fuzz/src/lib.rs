@@ -346,11 +346,17 @@ pub fn parallel(data: &[u8]) {
 
     let at = head.position();
     let rest = if partitioned {
-        let part = Partition::new(2, |e: &Event| match e.fields.first() {
-            Some(Value::Int(i)) => (*i as usize) & 1,
-            Some(Value::Str(s)) => s.as_str().len() & 1,
-            _ => 0,
-        });
+        // By a rule of its own, or as a sharded runtime splits (by the key
+        // hash of the first field).
+        let part = if data.len() % 3 == 0 {
+            Partition::by_field(2, 0)
+        } else {
+            Partition::new(2, |e: &Event| match e.fields.first() {
+                Some(Value::Int(i)) => (*i as usize) & 1,
+                Some(Value::Str(s)) => s.as_str().len() & 1,
+                _ => 0,
+            })
+        };
         ParallelReader::open_partitioned(&path, &head, at, threads, None, part)
     } else {
         ParallelReader::open(&path, &head, at, threads, None)
