@@ -422,6 +422,15 @@ impl<R: BufRead> Reader<R> {
         InputPosition { byte, row: self.rows, line }
     }
 
+    /// Swaps this reader's string cache with `cache`. A reader
+    /// [reopened](Self::reopen) starts with an empty one; the parallel
+    /// reader's parsers swap in their thread's cache for each block they
+    /// parse, or every block would look up each of its distinct strings in
+    /// the process's interner again, under its lock.
+    pub(crate) fn swap_strings(&mut self, cache: &mut StrCache) {
+        std::mem::swap(&mut self.strings, cache);
+    }
+
     /// The source it reads from (for a source that can say more than
     /// `BufRead` does, such as whether more input is ready).
     pub fn get_ref(&self) -> &R {
@@ -630,7 +639,11 @@ struct RawError {
 /// calls to `memcmp` — and the key's heap copy took half the time of `cep
 /// run` on W1 with string keys). Longer strings go through a map keyed by
 /// their bytes.
-struct StrCache {
+///
+/// Symbols are the process's, so a cache may move from one reader to
+/// another ([`Reader::swap_strings`]): the parallel reader's parsers keep
+/// one per thread across the blocks they parse.
+pub(crate) struct StrCache {
     short: AHashMap<u128, Sym>,
     long: AHashMap<Box<[u8]>, Sym>,
     /// Recent short strings by a few bits of their packed form (0: empty
@@ -701,6 +714,12 @@ impl StrCache {
         };
         self.recent[slot % RECENT] = (key, sym);
         Some(sym)
+    }
+
+    /// The strings it holds.
+    #[cfg(test)]
+    pub(crate) fn len(&self) -> usize {
+        self.short.len() + self.long.len()
     }
 
     /// [`intern`](Self::intern) for a string of more than [`SHORT`] bytes.
