@@ -1081,8 +1081,8 @@ mod tests {
 
     /// A thread that parses blocks keeps one string cache for all of them:
     /// with no parser thread the caller parses every block of 64 bytes
-    /// itself, and its cache ends up with the 40 keys,
-    /// where each block's reader alone starts with an empty one.
+    /// itself, and its cache ends up with the 40 keys, where each block's
+    /// reader alone starts with an empty one.
     #[test]
     fn parsers_keep_their_strings_across_blocks() {
         let rows: String = (0..200).map(|i| format!("{i},key{}\n", i % 40)).collect();
