@@ -3,8 +3,8 @@
 //! small integers, the one lookup every event of a keyed engine pays.
 //!
 //! Keys are mostly small non-negative integers or strings (interned, so a
-//! [`Sym`] is itself a small integer): those are looked up in
-//! dense vectors, without hashing. Other keys (negative or large ints,
+//! [`Sym`] is itself a small integer): those are looked up in dense
+//! vectors, without hashing. Other keys (negative or large ints,
 //! floats, bools) go through a hash map.
 
 use ahash::AHashMap;
@@ -83,10 +83,11 @@ fn str_hash(s: Sym) -> u64 {
 
 thread_local! {
     /// [`shard_cached`]'s cache, per thread (a runtime's reader's, or each
-    /// parser thread's for a [`Partition::by_field`](crate::parallel::Partition::by_field)): the stable hash of each
-    /// string key by symbol number (0: not yet computed), so that routing a
-    /// string key takes the interner's lock once per distinct string, not
-    /// once per event.
+    /// parser thread's for a
+    /// [`Partition::by_field`](crate::parallel::Partition::by_field)): the
+    /// stable hash of each string key by symbol number (0: not yet
+    /// computed), so that routing a string key takes the interner's lock
+    /// once per distinct string, not once per event.
     static STR_HASHES: std::cell::RefCell<Vec<u64>> = const { std::cell::RefCell::new(Vec::new()) };
 }
 
@@ -94,9 +95,9 @@ thread_local! {
 static STABLE: std::sync::LazyLock<ahash::RandomState> =
     std::sync::LazyLock::new(|| ahash::RandomState::with_seeds(0x5eed, 0xcafe, 0xf00d, 0xbeef));
 
-/// [`shard_of`], with string hashes kept in this thread's cache
-/// by symbol number: routing a string key then takes the
-/// interner's lock once per distinct string per thread.
+/// [`shard_of`], with string hashes kept in this thread's cache by symbol
+/// number: routing a string key then takes the interner's lock once per
+/// distinct string per thread.
 ///
 /// # Examples
 /// ```
