@@ -104,9 +104,9 @@ pub struct FlatEvents {
     /// Field values. Each is copied in word by word ([`Value::to_words`],
     /// then [`Value::from_words`]): events are usually copied right after
     /// they were written, and a 16-byte load of a value written by two
-    /// 8-byte stores stalls on store forwarding (in a loop like the
-    /// `flat` bench's, a plain copy of three int fields took 8.2 ns an
-    /// event, against 4–5 ns word by word). They are read back long after,
+    /// 8-byte stores stalls on store forwarding (a loop that writes three
+    /// int fields and copies them in, as the parser does: 8.2 ns an event
+    /// with a plain copy, 4–5 ns word by word). They are read back long after,
     /// so as whole values, in one slice copy: against decoding stored words,
     /// rebuilding on W5 (`cep run --threads 2`, 3 M rows) took 53
     /// instructions an event instead of 67, the whole run 3,941 M instead of
