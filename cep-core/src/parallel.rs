@@ -464,8 +464,14 @@ impl ParallelReader {
         // `Reader::fix_fields`).
         let mut template = reader.reopen(io::empty(), at);
         template.fix_fields();
-        let parser =
-            Arc::new(Parser { template, free: free_rx, results: results_tx.clone(), bufs: bufs_tx, partition });
+        let parser = Arc::new(Parser {
+            template,
+            free: free_rx,
+            results: results_tx.clone(),
+            bufs: bufs_tx,
+            partition,
+            strings: Default::default(),
+        });
         for i in 0..threads {
             let jobs = work.clone();
             std::thread::Builder::new().name(format!("cep-parse-{i}")).spawn(move || {
@@ -923,16 +929,6 @@ impl std::fmt::Debug for ParseJob {
     }
 }
 
-thread_local! {
-    /// The string cache of the blocks this thread parses, kept from one
-    /// block to the next: a block's reader has an empty one of its own, and
-    /// every block then looked up each of its distinct strings in the
-    /// process's interner, under its lock (`cep run --threads 2` on W1 with
-    /// 5,000 string keys took more CPU than `--threads 1`). Bounded as every
-    /// reader's is.
-    static STRINGS: std::cell::RefCell<StrCache> = std::cell::RefCell::new(StrCache::default());
-}
-
 /// What parsing a block needs, shared by every thread that parses.
 struct Parser {
     /// The reader the blocks continue (no input of its own).
@@ -941,6 +937,14 @@ struct Parser {
     results: Sender<Parsed>,
     bufs: mpsc::Sender<Vec<u8>>,
     partition: Option<Partition>,
+    /// String caches kept from one block to the next, one taken per block
+    /// being parsed (so as many as threads parse at once): a block's reader
+    /// has an empty one of its own, and every block then looked up each of
+    /// its distinct strings in the process's interner, under its lock (`cep
+    /// run --threads 2` on W1 with 5,000 string keys took more CPU than
+    /// `--threads 1`). Dropped with the reader, not kept by the threads
+    /// that parsed.
+    strings: parking_lot::Mutex<Vec<StrCache>>,
 }
 
 impl Parser {
@@ -951,11 +955,11 @@ impl Parser {
         let at = InputPosition { byte: block.start, row: 0, line: 1 };
         let mut r = self.template.reopen(&block.bytes[..], at);
         r.set_observe(false);
-        STRINGS.with_borrow_mut(|strings| {
-            r.swap_strings(strings);
-            Parser::parse(&mut r, &mut p, self.partition.as_ref());
-            r.swap_strings(strings);
-        });
+        let mut strings = self.strings.lock().pop().unwrap_or_default();
+        r.swap_strings(&mut strings);
+        Parser::parse(&mut r, &mut p, self.partition.as_ref());
+        r.swap_strings(&mut strings);
+        self.strings.lock().push(strings);
         let end = r.position();
         (p.rows, p.lines) = (end.row, end.line - 1);
         let _ = self.bufs.send(block.bytes);
@@ -1079,17 +1083,31 @@ mod tests {
         format!("line {} at {:?}", src.last_line(), src.position())
     }
 
-    /// A thread that parses blocks keeps one string cache for all of them:
-    /// with no parser thread the caller parses every block of 64 bytes
-    /// itself, and its cache ends up with the 40 keys, where each block's
-    /// reader alone starts with an empty one.
+    /// Blocks parsed one after another share one string cache, which ends
+    /// up with the keys of both (each block's reader alone starts with an
+    /// empty one); and blocks of 64 bytes read through it read as one
+    /// reader reads.
     #[test]
     fn parsers_keep_their_strings_across_blocks() {
         let rows: String = (0..200).map(|i| format!("{i},key{}\n", i % 40)).collect();
         let (one, par) = both(&format!("ts,key\n{rows}"), Format::Csv, 0, 64, 0);
         assert_eq!(one, par);
         assert!(par.len() > 200, "{par:?}");
-        assert_eq!(STRINGS.with_borrow(|s| s.len()), 40);
+
+        let head = Reader::new(&b"ts,key\n"[..], "t", Format::Csv).unwrap();
+        let (_free_tx, free) = unbounded();
+        let (results, parsed) = unbounded();
+        let (bufs, _bufs_rx) = mpsc::channel();
+        let template = head.reopen(io::empty(), head.position());
+        let parser = Parser { template, free, results, bufs, partition: None, strings: Default::default() };
+        for seq in 0..2 {
+            let rows: String = (0..20).map(|i| format!("{i},key{}\n", i + 20 * seq)).collect();
+            parser.run(Block { seq, start: 7, bytes: rows.into_bytes() });
+            assert_eq!(parsed.recv().unwrap().len, 20);
+        }
+        let caches = parser.strings.lock();
+        assert_eq!(caches.len(), 1);
+        assert_eq!(caches[0].len(), 40);
     }
 
     /// A partition by a field puts each event where `shard_of` puts its

@@ -433,8 +433,8 @@ impl<R: BufRead> Reader<R> {
 
     /// Swaps this reader's string cache with `cache`. A reader
     /// [reopened](Self::reopen) starts with an empty one; the parallel
-    /// reader's parsers swap in their thread's cache for each block they
-    /// parse, or every block would look up each of its distinct strings in
+    /// reader swaps in a cache kept from earlier blocks for each block it
+    /// parses, or every block would look up each of its distinct strings in
     /// the process's interner again, under its lock.
     pub(crate) fn swap_strings(&mut self, cache: &mut StrCache) {
         std::mem::swap(&mut self.strings, cache);
@@ -650,8 +650,8 @@ struct RawError {
 /// their bytes.
 ///
 /// Symbols are the process's, so a cache may move from one reader to
-/// another ([`Reader::swap_strings`]): the parallel reader's parsers keep
-/// one per thread across the blocks they parse.
+/// another ([`Reader::swap_strings`]): the parallel reader keeps its
+/// parsers' caches from one block to the next.
 pub(crate) struct StrCache {
     /// Strings of at most 7 bytes (most keys and type names), by their
     /// packed form [folded](fold) into one word: 16 bytes an entry, half of
