@@ -10,6 +10,7 @@ pub mod input;
 pub mod output;
 pub mod progress;
 pub mod run;
+pub mod split;
 pub mod stream;
 
 /// Complex event processing: match patterns over event streams.

@@ -26,6 +26,7 @@ use crate::input::{
 };
 use crate::output::Output;
 use crate::progress::Progress;
+use crate::split::{Costs, Split};
 use crate::stream::StreamInput;
 
 /// Options of `cep run` (LANGUAGE.md §6).
@@ -47,8 +48,9 @@ pub struct RunArgs {
     #[arg(long, value_name = "csv|jsonl")]
     format: Option<String>,
     /// Threads (default: the number of cores). `--threads 1` runs
-    /// everything on one thread; above 1, the queries run on N shards by
-    /// key and a file is parsed on N threads, and the output is that of
+    /// everything on one thread; above 1, a file is parsed on N threads and
+    /// the queries run on N shards by key or on one thread of them (see
+    /// `--parallel`), and the output is that of
     /// `--threads 1`, byte for byte: each batch's lines are merged in one
     /// thread's order. Under `--construction batch` the same matches come
     /// in an order of their own, so without this flag it runs the queries
@@ -56,6 +58,15 @@ pub struct RunArgs {
     /// (with a warning when asked for more).
     #[arg(long, value_name = "N")]
     threads: Option<usize>,
+    /// How a file's work is shared among more than one thread: `shards`
+    /// runs the queries on N shards by key, each shard also parsing;
+    /// `pipeline` runs them on one thread while the others parse; `auto`
+    /// times the queries against the parsing on the rows read ahead and
+    /// takes the faster (always `shards` with `--checkpoint`, so that a
+    /// resumed run splits as the first one did). A stream is read on one
+    /// thread and its queries run on shards. The output is the same.
+    #[arg(long, value_name = "auto|shards|pipeline", default_value = "auto")]
+    parallel: String,
     /// Allowed out-of-orderness of event time.
     #[arg(long, value_name = "DUR", default_value = "0")]
     max_delay: String,
@@ -157,6 +168,7 @@ pub fn run(args: RunArgs) -> Result<(), Failure> {
     }
     let alerts = args.levels.as_deref().map(read_levels).transpose()?;
     let (choice, construction) = engine_options(&args.engine, &args.construction)?;
+    let split = Split::parse(&args.parallel)?;
     if args.threads.is_none() && construction == Construction::Batch {
         // Batch construction emits a batch's matches together; only one
         // thread gives its order (see `--threads`).
@@ -173,6 +185,7 @@ pub fn run(args: RunArgs) -> Result<(), Failure> {
     // first matches are not held back (its fields come from the CSV header).
     let streaming = is_stream(&args.events);
     let limit = if streaming { 0 } else { SCHEMA_PREFIX };
+    let start = input.position();
     let mut prefix = read_prefix(&mut input, limit, skip_bad, &mut skipped);
     // A runner, and the fields its queries read (for `keep_fields`).
     let compile = |schema: &mut cep_core::Schema| -> Result<(Runner, Vec<cep_core::FieldId>), Failure> {
@@ -200,6 +213,28 @@ pub fn run(args: RunArgs) -> Result<(), Failure> {
             );
         }
         shard_count = 1;
+    }
+    // A file on more than one thread: shards or a pipeline (`--parallel`).
+    // The runner that timed the queries is kept to the end (see
+    // `Costs::measure`).
+    let (mut _timing_runner, mut split_note) = (None, None);
+    if shard_count > 1 && parsers > 1 && !streaming && !prefix.ended && prefix.error.is_none() {
+        let (pipeline, why) = match split {
+            Split::Shards => (false, "--parallel shards".to_owned()),
+            Split::Pipeline => (true, "--parallel pipeline".to_owned()),
+            Split::Auto if args.checkpoint.is_some() => (false, "--checkpoint".to_owned()),
+            Split::Auto => {
+                let scratch = _timing_runner.insert(compile(&mut input.schema().clone())?.0);
+                match Costs::measure(&args.events, &input, start, &prefix, scratch) {
+                    Some(c) => (c.pipeline_is_faster(shard_count), c.to_string()),
+                    None => (false, "too few rows read ahead to time".to_owned()),
+                }
+            }
+        };
+        if pipeline {
+            shard_count = 1;
+        }
+        split_note = Some(format!("{} ({why})", if pipeline { "a pipeline" } else { "shards" }));
     }
     if let Some(alerts) = &alerts {
         warn_unwatched(input.schema(), alerts);
@@ -413,6 +448,9 @@ pub fn run(args: RunArgs) -> Result<(), Failure> {
     print_summary(rows, skipped, &pipeline.summary(), pipeline.queries(), args.levels.is_some());
     if args.stats {
         print_stats(rows, skipped, &pipeline.stats());
+        if let Some(note) = split_note {
+            eprintln!("stats: threads: {note}");
+        }
     }
     result?;
     flushed.map_err(writing_failed)

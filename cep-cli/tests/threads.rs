@@ -74,11 +74,19 @@ fn threads_give_the_matches_of_one_thread_on(name: &str, displaced: bool) {
     let (one, stderr_one) = sorted_output(&[&base[..], &["--threads", "1"]].concat());
     assert!(one.len() > 1000, "{}", one.len());
     assert!(one.iter().any(|l| l.starts_with("{\"query\":\"rise_spike\"")));
-    for n in [None, Some("2"), Some("3")] {
-        let many = run(&n.map_or(vec![], |n| vec!["--threads", n]));
+    // Each way of sharing the threads too (`--parallel`).
+    let variants: [&[&str]; 5] = [
+        &[],
+        &["--threads", "2"],
+        &["--threads", "3"],
+        &["--threads", "2", "--parallel", "shards"],
+        &["--threads", "2", "--parallel", "pipeline"],
+    ];
+    for n in variants {
+        let many = run(n);
         let stderr = String::from_utf8_lossy(&many.stderr);
         assert!(many.status.success(), "{stderr}");
-        assert!(many.stdout == one_thread.stdout, "--threads {n:?} and --threads 1 differ");
+        assert!(many.stdout == one_thread.stdout, "{n:?} and --threads 1 differ");
         // The same summary line, counts included.
         let summary = |s: &str| s.lines().find(|l| l.starts_with("summary:")).unwrap().to_owned();
         assert_eq!(summary(&stderr), summary(&stderr_one));
@@ -239,6 +247,54 @@ fn more_queries_than_shards_route_run_on_one_thread() {
     assert_eq!(one.len(), 64);
     assert_eq!(two, one);
     assert!(stderr.contains("warning: --threads above 1 runs at most 63 queries"), "{stderr}");
+}
+
+/// `--parallel` says how a file's threads share the work, and `--stats`
+/// says what was chosen and why; a word it does not know is bad input.
+#[test]
+fn parallel_chooses_shards_or_a_pipeline_and_stats_say_which() {
+    let dir = scratch("parallel");
+    let (events, query) = (dir.join("w1.csv"), dir.join("q.cep"));
+    let mut csv = String::from("type,ts,key,price,vol\n");
+    for t in Ticks::new(20_000) {
+        csv.push_str(&format!("Tick,{},{},{},{}\n", t.ts, t.key, t.price, t.vol));
+    }
+    std::fs::write(&events, csv).unwrap();
+    std::fs::write(&query, RISE_SPIKE).unwrap();
+    let base = ["run", "--query", p(&query), "--events", p(&events), "--stats"];
+    let run = |extra: &[&str]| {
+        let o = Command::new(CEP).args([&base[..], extra].concat()).output().unwrap();
+        let stderr = String::from_utf8_lossy(&o.stderr).into_owned();
+        (o.status.code(), o.stdout, stderr)
+    };
+    let (code, one, stderr) = run(&["--threads", "1"]);
+    assert_eq!(code, Some(0), "{stderr}");
+    // One thread has nothing to share.
+    assert!(!stderr.contains("stats: threads:"), "{stderr}");
+    for (word, says) in [
+        ("shards", "stats: threads: shards (--parallel shards)"),
+        ("pipeline", "stats: threads: a pipeline (--parallel pipeline)"),
+        ("auto", "(timed on the rows read ahead: parsing "),
+    ] {
+        let (code, out, stderr) = run(&["--threads", "2", "--parallel", word]);
+        assert_eq!(code, Some(0), "{stderr}");
+        assert!(out == one, "--parallel {word} and --threads 1 differ");
+        let line = stderr.lines().find(|l| l.starts_with("stats: threads:")).unwrap_or_else(|| panic!("{stderr}"));
+        assert!(line.contains(says), "{line}");
+        // A pipeline runs the queries on one runner, shards on two.
+        let shards = stderr.lines().filter(|l| l.starts_with("stats: shard ")).count();
+        assert_eq!(shards, if line.contains("a pipeline") { 0 } else { 2 }, "{stderr}");
+    }
+    // Checkpointed, `auto` takes shards without timing: a resumed run
+    // must split as the first did.
+    let cp = dir.join("cp");
+    let (code, out, stderr) = run(&["--threads", "2", "--checkpoint", p(&cp)]);
+    assert_eq!(code, Some(0), "{stderr}");
+    assert!(out == one);
+    assert!(stderr.contains("stats: threads: shards (--checkpoint)"), "{stderr}");
+    let (code, _, stderr) = run(&["--threads", "2", "--parallel", "both"]);
+    assert_eq!(code, Some(2), "{stderr}");
+    assert!(stderr.contains("unknown --parallel `both`: expected auto, shards or pipeline"), "{stderr}");
 }
 
 /// An absurd thread count is refused up front, not a panic when the system
