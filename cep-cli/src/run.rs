@@ -378,7 +378,7 @@ pub fn run(args: RunArgs) -> Result<(), Failure> {
 
     let batch = !streaming && !late_fails && (delay == 0 || matches!(pipeline, Pipeline::Sharded(_)));
     let idle = idle.filter(|_| streaming).map(|idle| IdleClock { idle, unit });
-    let mut opts = Options { skip_bad, streaming, batch, blocks: false, idle };
+    let mut opts = Options { skip_bad, streaming, batch, blocks: false, event_blocks: false, idle };
     // A file is parsed on threads of its own, from where the read-ahead
     // stopped. (W1 CSV on two cores: one thread 0.45-0.53 s; one shard and
     // two parsers 0.31-0.40 s; two shards and one parser 0.30-0.34 s, two
@@ -398,6 +398,7 @@ pub fn run(args: RunArgs) -> Result<(), Failure> {
         };
         let path = Path::new(&args.events);
         opts.blocks = partition.is_some();
+        opts.event_blocks = partition.is_none() && opts.batch && matches!(pipeline, Pipeline::One(_));
         // The shards parse blocks whenever they have no events to
         // run, with parser threads only on the cores they leave
         // free: W1 CSV with --threads 2 on two cores, 1,800 context
@@ -532,6 +533,10 @@ struct Options {
     /// The reader splits its blocks by shard: a whole block may go to the
     /// sharded runtime at once (`ShardedRunner::push_block`).
     blocks: bool,
+    /// The reader parses blocks on threads, not split, for one runner: a
+    /// whole block's events may go to it at once, where they were parsed
+    /// (`ParallelReader::take_events`).
+    event_blocks: bool,
     /// On a stream, the watermark follows the wall clock while no input
     /// comes (`--idle-timeout`).
     idle: Option<IdleClock>,
@@ -866,6 +871,22 @@ fn drive_rest(
             runner.push_block(block, sink).map_err(writing_failed)?;
             if let Some(p) = progress {
                 p.rows_read(first, first + rows);
+            }
+            continue;
+        }
+        // A whole block of events, read on threads without a partition,
+        // for one runner: run where the parser thread put them.
+        if opts.event_blocks
+            && let Some(block) = input.take_events(&mut |b| {
+                b.first_row >= checkpoints.skip_below && b.first_row + b.rows < checkpoints.next_at
+            })
+        {
+            hand_over(runner, sink, &batch[..held], input.last_line())?;
+            held = 0;
+            let events = block.events();
+            hand_over(runner, sink, events, input.last_line())?;
+            if let Some(p) = progress {
+                p.rows_read(events[0].row, events[0].row + events.len() as u64);
             }
             continue;
         }

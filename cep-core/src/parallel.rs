@@ -171,10 +171,10 @@ impl Parsed {
         *i += 1;
     }
 
-    /// Whether the block can be handed on whole: read partitioned, with
-    /// events, all in `ts` order, and no bad row.
+    /// Whether the block can be handed on whole: with events, all in `ts`
+    /// order, and no bad row.
     fn whole(&self) -> bool {
-        !self.order.is_empty() && self.sorted && self.errors.is_empty() && self.fatal.is_none()
+        self.len > 0 && self.sorted && self.errors.is_empty() && self.fatal.is_none()
     }
 }
 
@@ -321,6 +321,34 @@ impl PartedBlock {
             f(&e)?;
         }
         Ok(())
+    }
+}
+
+/// A whole block of events taken from a [`ParallelReader`] opened without
+/// a partition ([`ParallelReader::take_events`]); its memory goes back to
+/// the parser threads for reuse when dropped.
+pub struct EventBlock {
+    parsed: Parsed,
+    free: Sender<Parsed>,
+}
+
+impl EventBlock {
+    /// The events, in input order (so in `ts` order), their rows numbered
+    /// for the whole input.
+    pub fn events(&self) -> &[Event] {
+        &self.parsed.events[..self.parsed.len]
+    }
+}
+
+impl Drop for EventBlock {
+    fn drop(&mut self) {
+        let _ = self.free.send(std::mem::take(&mut self.parsed));
+    }
+}
+
+impl std::fmt::Debug for EventBlock {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("EventBlock").field("len", &self.parsed.len).finish()
     }
 }
 
@@ -644,6 +672,54 @@ impl ParallelReader {
     /// std::fs::remove_file(&path).unwrap();
     /// ```
     pub fn take_block(&mut self, admit: impl FnOnce(&BlockInfo) -> bool) -> Option<Arc<PartedBlock>> {
+        let (parsed, row_base) = self.next_whole(true, admit)?;
+        Some(Arc::new(PartedBlock { parsed, row_base, free: self.free.clone() }))
+    }
+
+    /// The next block's events whole, if the reader was opened without a
+    /// partition and the block qualifies as for
+    /// [`take_block`](Self::take_block); the input then stands after its
+    /// last event. Otherwise `None`, and reading goes on event by event.
+    ///
+    /// The events are where the parser thread put them, their rows
+    /// renumbered for the whole input: a caller that runs them as a batch
+    /// takes them over without a copy or a swap each (`cep run --threads 2
+    /// --parallel pipeline` on the 3 M-row W1 CSV: see the `cep_cli` crate's
+    /// `split` module).
+    ///
+    /// # Examples
+    /// ```
+    /// use cep_core::parallel::ParallelReader;
+    /// use cep_core::read::EventSource;
+    /// use cep_core::{Format, Reader};
+    ///
+    /// let path = std::env::temp_dir().join(format!("cep-take-events-doc-{}.csv", std::process::id()));
+    /// let mut text = String::from("ts,key\n");
+    /// for i in 0..1000 {
+    ///     text.push_str(&format!("{i},{}\n", i % 3));
+    /// }
+    /// std::fs::write(&path, &text).unwrap();
+    /// let file = std::fs::File::open(&path).unwrap();
+    /// let head = Reader::new(std::io::BufReader::new(file), "t.csv", Format::Csv).unwrap();
+    /// let mut rest = ParallelReader::open(&path, &head, head.position(), 1, None).unwrap();
+    /// let block = rest.take_events(|info| info.first_row == 0).expect("the whole file is one block");
+    /// let rows: Vec<u64> = block.events().iter().map(|e| e.row).collect();
+    /// assert_eq!(rows, (0..1000).collect::<Vec<u64>>());
+    /// assert_eq!(rest.rows(), 1000);
+    /// std::fs::remove_file(&path).unwrap();
+    /// ```
+    pub fn take_events(&mut self, admit: impl FnOnce(&BlockInfo) -> bool) -> Option<EventBlock> {
+        let (mut parsed, row_base) = self.next_whole(false, admit)?;
+        for e in &mut parsed.events[..parsed.len] {
+            e.row += row_base;
+        }
+        Some(EventBlock { parsed, free: self.free.clone() })
+    }
+
+    /// The next block, if it is whole, read `partitioned` or not as asked,
+    /// and `admit` takes it, with the row number of its first row; the
+    /// input then stands after it.
+    fn next_whole(&mut self, partitioned: bool, admit: impl FnOnce(&BlockInfo) -> bool) -> Option<(Parsed, u64)> {
         if let Some(p) = &self.current {
             // Only a block read to its end (and without an error to report
             // after its last event) gives way to the next.
@@ -657,14 +733,14 @@ impl ParallelReader {
         }
         let p = self.next_block()?;
         let info = BlockInfo { first_row: self.row_base, rows: p.rows };
-        if !p.whole() || !admit(&info) {
+        if !p.whole() || p.parts.is_empty() == partitioned || !admit(&info) {
             self.start(p);
             return None;
         }
         self.stand_after(p.meta[p.len - 1]);
         let row_base = self.row_base;
         self.pass(&p);
-        Some(Arc::new(PartedBlock { parsed: p, row_base, free: self.free.clone() }))
+        Some((p, row_base))
     }
 
     /// The input stands after the current block's event whose place is `m`.
@@ -769,6 +845,10 @@ impl EventSource for ParallelReader {
 
     fn take_block(&mut self, admit: &mut dyn FnMut(&BlockInfo) -> bool) -> Option<Arc<PartedBlock>> {
         ParallelReader::take_block(self, admit)
+    }
+
+    fn take_events(&mut self, admit: &mut dyn FnMut(&BlockInfo) -> bool) -> Option<EventBlock> {
+        ParallelReader::take_events(self, admit)
     }
 }
 
@@ -996,13 +1076,17 @@ impl Parser {
             match r.next_event(e) {
                 Ok(true) => {
                     p.meta.push(Meta { line: r.last_line(), after: r.position() });
-                    if let Some(partition) = partition {
-                        let part = partition.part_of(&one);
-                        p.parts[part].push(&one);
-                        p.order.push(part as u32);
-                        p.sorted &= one.ts >= last_ts;
-                        last_ts = one.ts;
-                    }
+                    let ts = match partition {
+                        Some(partition) => {
+                            let part = partition.part_of(&one);
+                            p.parts[part].push(&one);
+                            p.order.push(part as u32);
+                            one.ts
+                        }
+                        None => p.events[p.len].ts,
+                    };
+                    p.sorted &= ts >= last_ts;
+                    last_ts = ts;
                     p.len += 1;
                 }
                 Ok(false) => break,
@@ -1168,13 +1252,13 @@ mod tests {
     proptest! {
         #![proptest_config(ProptestConfig::with_cases(200))]
 
-        /// Read partitioned, taking whole the blocks `admit` picks (at
-        /// random) and the rest event by event: the same events, rows and
-        /// errors as one reader, the input standing where one reader's
-        /// does after each block; each part holds its own events in input
-        /// order.
+        /// Read partitioned (or not), taking whole the blocks `admit`
+        /// picks (at random) with `take_block` (or `take_events`) and the
+        /// rest event by event: the same events, rows and errors as one
+        /// reader, the input standing where one reader's does after each
+        /// block; each part holds its own events in input order.
         #[test]
-        fn partitioned_reads_as_one_reader(
+        fn whole_blocks_read_as_one_reader(
             text in prop_oneof![csv_text_sorted(true), csv_text()],
             skip in 0usize..5,
             block in 1usize..200,
@@ -1182,6 +1266,7 @@ mod tests {
             helper: bool,
             parts in 1usize..4,
             picks in prop::collection::vec(any::<bool>(), 64),
+            split: bool,
         ) {
             let path = std::env::temp_dir().join(format!("cep-parted-{}-{:?}.csv", std::process::id(), std::thread::current().id()));
             std::fs::write(&path, &text).unwrap();
@@ -1207,7 +1292,9 @@ mod tests {
                 }
             }
             let partition = test_partition(parts);
-            let mut rest = ParallelReader::open_in_blocks(&path, &head, head.position(), threads, None, block, Some(partition.clone())).unwrap();
+            // Split by the partition and taken with `take_block`, or not
+            // split and taken with `take_events`.
+            let mut rest = ParallelReader::open_in_blocks(&path, &head, head.position(), threads, None, block, split.then(|| partition.clone())).unwrap();
             // Another thread parsing blocks too, as a sharded runtime's
             // shards do (it stops when the reader is dropped).
             if helper {
@@ -1216,6 +1303,14 @@ mod tests {
             }
             let mut pick = picks.iter().cycle();
             loop {
+                if !split && let Some(b) = rest.take_events(|_| *pick.next().unwrap()) {
+                    let mut shown: Vec<String> = b.events().iter().map(show).collect();
+                    prop_assert!(b.events().windows(2).all(|w| w[0].row < w[1].row && w[0].ts <= w[1].ts));
+                    let last = shown.pop();
+                    got.extend(shown.into_iter().map(|e| (e, None)));
+                    got.extend(last.map(|e| (e, Some(at(&rest)))));
+                    continue;
+                }
                 if let Some(b) = rest.take_block(|_| *pick.next().unwrap()) {
                     let mut events = Vec::new();
                     for i in 0..b.parts() {

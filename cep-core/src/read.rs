@@ -606,6 +606,17 @@ pub trait EventSource {
     ) -> Option<std::sync::Arc<crate::parallel::PartedBlock>> {
         None
     }
+
+    /// The next block of events whole, if this source was read in blocks
+    /// without a partition (see
+    /// [`ParallelReader::take_events`](crate::parallel::ParallelReader::take_events));
+    /// `None` (the default) to read event by event.
+    fn take_events(
+        &mut self,
+        _admit: &mut dyn FnMut(&crate::parallel::BlockInfo) -> bool,
+    ) -> Option<crate::parallel::EventBlock> {
+        None
+    }
 }
 
 impl<R: BufRead> EventSource for Reader<R> {
