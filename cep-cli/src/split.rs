@@ -7,12 +7,12 @@
 //! Sharding splits the queries' work too, but costs about a fifth more
 //! CPU in all than one thread: each event is copied flat for its shard and
 //! rebuilt there, and each shard runs its own runner. The pipeline hands
-//! each parsed event to the one query thread as it is (a swap, no copy),
-//! but that thread then runs every query on every event, so it pays only
-//! while the queries cost well under the parsing. `cep run` of W1's
-//! `rise_spike` on the 3 M-row CSV, two cores, 25 alternating rounds
-//! (medians): one thread 0.209 s, two shards 0.1345 s (1.56×), the
-//! pipeline 0.124 s (1.69×).
+//! each block of parsed events to the one query thread where they were
+//! parsed (`ParallelReader::take_events`, no copy), but that thread then
+//! runs every query on every event, so it pays only while the queries cost
+//! well under the parsing. `cep run` of W1's `rise_spike` on the 3 M-row
+//! CSV, two cores, seven alternating rounds (medians): one thread 0.221 s,
+//! two shards 0.142 s (1.56×), the pipeline 0.126 s (1.75×).
 
 use std::io::{Read, Seek, SeekFrom};
 use std::time::{Duration, Instant};
@@ -52,8 +52,11 @@ const MIN_ROWS: usize = 1000;
 /// What each thread's work costs beside the queries' `q` and the
 /// parsing's `p` per event (both timed on the rows read ahead), fitted to
 /// `cep run --threads 2` on the W1 CSV with 1, 2 and 4 copies of
-/// `rise_spike` (one thread 0.209, 0.309 and 0.471 s; two shards 0.1345,
-/// 0.182 and 0.255 s; the pipeline 0.124, 0.239 and 0.433 s):
+/// `rise_spike`, where the queries cost 0.55, 1.05 and 2 times the parsing
+/// (seven alternating rounds, medians: one thread 0.221, 0.315 and 0.488 s;
+/// two shards 0.142, 0.196 and 0.272 s; the pipeline 0.126, 0.221 and
+/// 0.425 s), so that the two break even at about 0.8, where the times
+/// interpolate to cross:
 ///
 /// - sharded, each of `n` threads costs `(p + q + SHARD_COST * p) / n`: the
 ///   flat copy of each event for its shard and its rebuild there;
@@ -61,7 +64,7 @@ const MIN_ROWS: usize = 1000;
 ///   taking each event over and cutting the file into blocks, and queries
 ///   that read what another core parsed.
 const SHARD_COST: f64 = 0.4;
-const HANDOFF: f64 = 0.22;
+const HANDOFF: f64 = 0.12;
 const QUERY_THREAD: f64 = 1.2;
 
 /// The per-row costs of the rows read ahead, timed a second time each so
@@ -102,7 +105,7 @@ impl Costs {
 
     /// Whether the pipeline's query thread would take less time per event
     /// than `threads` shards (see [`SHARD_COST`]). On two threads: queries
-    /// that cost under about 0.6 times the parsing.
+    /// that cost under about 0.8 times the parsing; on four, 0.2 times.
     pub fn pipeline_is_faster(&self, threads: usize) -> bool {
         let (p, q) = (self.parse.as_secs_f64(), self.queries.as_secs_f64());
         QUERY_THREAD * (q + HANDOFF * p) <= (p + q + SHARD_COST * p) / threads as f64
@@ -170,9 +173,9 @@ mod tests {
     #[test]
     fn light_queries_take_the_pipeline_heavy_ones_the_shards() {
         // W1 as timed here: parsing 44 ns a row, the queries 24 ns (the
-        // pipeline ran 8 % faster than two shards).
+        // pipeline ran 11 % faster than two shards).
         assert!(costs(44, 24).pipeline_is_faster(2));
-        // Two copies of its query: 50 and 47 ns (the pipeline 31 % slower).
+        // Two copies of its query: 50 and 47 ns (the pipeline 13 % slower).
         assert!(!costs(50, 47).pipeline_is_faster(2));
         assert!(!costs(52, 90).pipeline_is_faster(2));
         // More threads need lighter queries still.
