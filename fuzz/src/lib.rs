@@ -372,6 +372,15 @@ pub fn parallel(data: &[u8]) {
     loop {
         n += 1;
         assert!(n <= max, "parallel reader makes no progress");
+        // Unsplit, whole blocks of events as `cep run --parallel pipeline`
+        // takes them (for some inputs).
+        if !partitioned
+            && data.len() % 4 >= 2
+            && let Some(block) = rest.take_events(|_| true)
+        {
+            got.extend(block.events().iter().map(|e| item_ok(e, width)));
+            continue;
+        }
         if partitioned && let Some(block) = rest.take_block(|_| true) {
             let _ = block
                 .try_for_each_in_order(|e| {
