@@ -934,11 +934,11 @@ impl Drop for Scratch {
 /// W5 through the binary: `cep run --threads N` on a CSV of the first
 /// `n` W1 ticks (written by the contender's preparation), its matches read
 /// back from `--out`; the pass times the whole process.
-/// `cep run` with `--threads N`, or without the flag (`None`: a shard per
-/// core).
-fn cli_contender(name: &'static str, threads: Option<usize>) -> Contender {
+/// `cep run` with `--threads N`, or without the flag (`None`: a thread per
+/// core), and with the `extra` arguments (`--parallel`).
+fn cli_contender(name: &'static str, threads: Option<usize>, extra: &'static [&'static str]) -> Contender {
     Contender::new(name, move |n| {
-        let tag = threads.map_or("default".to_owned(), |t| t.to_string());
+        let tag = name.replace(|c: char| !c.is_ascii_alphanumeric(), "-");
         let (scratch, csv) = w1_csv(&format!("w5-cli-{tag}"), n);
         let (query, out) = (scratch.0.join("q.cep"), scratch.0.join("out.jsonl"));
         std::fs::write(&query, w1::RISE_SPIKE).expect("the query");
@@ -946,7 +946,7 @@ fn cli_contender(name: &'static str, threads: Option<usize>) -> Contender {
         Box::new(move |check| {
             let _ = &scratch; // removed with the pass function
             measure(n, check, |tally| {
-                let status = cep_run(&cep, threads, &query, &csv, &out).status().expect("cep runs");
+                let status = cep_run(&cep, threads, &query, &csv, &out).args(extra).status().expect("cep runs");
                 assert!(status.success(), "cep run failed: {status}");
                 for line in std::fs::read_to_string(&out).expect("the output").lines() {
                     add_cli_line(tally, line, None);
@@ -1377,8 +1377,9 @@ pub fn workloads(scale: Scale) -> Vec<Workload> {
     out.push(w5(
         "W5-cli",
         format!(
-            "rise_spike through `cep run --threads 1|2` and `cep run` (the default: a shard per core, so \
-             `--threads 2` here) on a CSV file of the first {} W1 ticks, parsing included (the `cep` binary \
+            "rise_spike through `cep run --threads 1|2` and `cep run` (the default: a thread per core, so \
+             `--threads 2` here; both with `--parallel auto`, which picks the pipeline for this query, and \
+             with each split forced) on a CSV file of the first {} W1 ticks, parsing included (the `cep` binary \
              beside this one; `cargo xtask bench` builds it); wall time of the process; peak RSS is the bench's \
              own, not cep's. `{CEILING}` is what two cores give here at best: the file split by \
              key in two, each half run by its own `cep run --threads 1` at the same time",
@@ -1386,9 +1387,11 @@ pub fn workloads(scale: Scale) -> Vec<Workload> {
         ),
         n,
         vec![
-            cli_contender("1 thread", Some(1)),
-            cli_contender("2 threads", Some(2)),
-            cli_contender("default", None),
+            cli_contender("1 thread", Some(1), &[]),
+            cli_contender("2 threads", Some(2), &[]),
+            cli_contender("default", None, &[]),
+            cli_contender("2 threads, shards", Some(2), &["--parallel", "shards"]),
+            cli_contender("2 threads, pipeline", Some(2), &["--parallel", "pipeline"]),
             split_contender(CEILING),
         ],
     ));
