@@ -87,6 +87,12 @@ impl Costs {
     /// slower (W1 with two queries on two shards, seven alternating rounds:
     /// 0.186 s without the timing, 0.248 s with `scratch` dropped at once,
     /// 0.184 s with it kept).
+    ///
+    /// `scratch` runs the queries only: level alerts (`--levels`) are not
+    /// timed, since building a second index of them can take longer than
+    /// the timing is worth (1,000,000 alerts: about half a second). They
+    /// cost a tick about one cache line when it crosses no edge, so a run
+    /// with many alerts may count as lighter than it is.
     pub fn measure(
         path: &str,
         input: &Input,
