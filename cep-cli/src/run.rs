@@ -217,14 +217,14 @@ pub fn run(args: RunArgs) -> Result<(), Failure> {
     // A file on more than one thread: shards or a pipeline (`--parallel`).
     // The runner that timed the queries is kept to the end (see
     // `Costs::measure`).
-    let (mut _timing_runner, mut split_note) = (None, None);
+    let (mut timing_runner, mut split_note) = (None, None);
     if shard_count > 1 && parsers > 1 && !streaming && !prefix.ended && prefix.error.is_none() {
         let (pipeline, why) = match split {
             Split::Shards => (false, "--parallel shards".to_owned()),
             Split::Pipeline => (true, "--parallel pipeline".to_owned()),
             Split::Auto if args.checkpoint.is_some() => (false, "--checkpoint".to_owned()),
             Split::Auto => {
-                let scratch = _timing_runner.insert(compile(&mut input.schema().clone())?.0);
+                let scratch = timing_runner.insert(compile(&mut input.schema().clone())?.0);
                 match Costs::measure(&args.events, &input, start, &prefix, scratch) {
                     Some(c) => (c.pipeline_is_faster(shard_count), c.to_string()),
                     None => (false, "too few rows read ahead to time".to_owned()),
@@ -618,6 +618,13 @@ struct Checkpoints {
 }
 
 impl Checkpoints {
+    /// Whether a block of whole events can go to the pipeline at once: no
+    /// checkpoint falls due inside it, and no row of it was processed
+    /// before the checkpoint resumed.
+    fn admits(&self, b: &cep_core::parallel::BlockInfo) -> bool {
+        b.first_row >= self.skip_below && b.first_row + b.rows < self.next_at
+    }
+
     fn off() -> Checkpoints {
         Checkpoints { dir: None, every: u64::MAX, next_at: u64::MAX, fingerprint: 0, skip_below: 0 }
     }
@@ -858,12 +865,9 @@ fn drive_rest(
     };
     loop {
         // A whole block split by shard, when the reader has one ready that
-        // needs no checkpoint inside and no row skipped (resuming): the
-        // events held go first.
+        // the checkpoints admit: the events held go first.
         if opts.blocks
-            && let Some(block) = input.take_block(&mut |b| {
-                b.first_row >= checkpoints.skip_below && b.first_row + b.rows < checkpoints.next_at
-            })
+            && let Some(block) = input.take_block(&mut |b| checkpoints.admits(b))
         {
             hand_over(runner, sink, &batch[..held], input.last_line())?;
             held = 0;
@@ -874,12 +878,10 @@ fn drive_rest(
             }
             continue;
         }
-        // A whole block of events, read on threads without a partition,
-        // for one runner: run where the parser thread put them.
+        // The same for a whole block of events read on threads without a
+        // partition, for one runner: run where the parser thread put them.
         if opts.event_blocks
-            && let Some(block) = input.take_events(&mut |b| {
-                b.first_row >= checkpoints.skip_below && b.first_row + b.rows < checkpoints.next_at
-            })
+            && let Some(block) = input.take_events(&mut |b| checkpoints.admits(b))
         {
             hand_over(runner, sink, &batch[..held], input.last_line())?;
             held = 0;

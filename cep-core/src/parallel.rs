@@ -20,12 +20,15 @@
 //! blocks holding a quote, for quotes).
 //!
 //! The cutter runs on the caller's thread, not a thread of its own: it
-//! reads a block each time the caller takes one, so the blocks ahead stay
-//! as many without a thread to wake per block. (`cep run --threads 2` on
-//! the 3 M-row W1 CSV, two cores, where a cutter thread woke for every
-//! block and preempted a shard to run: context switches 592 / 690
-//! voluntary / involuntary → 185 / 197; 21 alternating rounds, medians:
-//! wall 0.132 → 0.1285 s, CPU 0.246 → 0.237 s.)
+//! reads a block each time the caller is done with one, so the blocks
+//! ahead stay as many without a thread to wake per block. `cep run
+//! --threads 2` on the 3 M-row W1 CSV, two cores, where a cutter thread
+//! woke for every block and preempted a shard to run: context switches 592
+//! / 690 voluntary / involuntary → 185 / 197, CPU 0.250 → 0.243 s, the wall
+//! time within the noise on shards; one query thread beside one parser
+//! thread (`--parallel pipeline`), with no third thread to share the cores
+//! with, 0.142 → 0.126 s. (Each parse job cutting its own block under a
+//! lock instead, so that the caller does no reads, was slower both ways.)
 //!
 //! Who parses is open: a block is a [`ParseJob`] on a channel that the
 //! reader's own parser threads (any number, even none) take from, and so
@@ -435,9 +438,6 @@ pub struct ParallelReader {
     free: Sender<Parsed>,
     /// Reads the file and cuts it into blocks, on the reader's thread.
     cutter: Cutter,
-    /// Blocks passed and not yet replaced by a new one: the reader cuts
-    /// them when it next looks for a block.
-    owed: usize,
     failed: Option<ReadError>,
 }
 
@@ -554,7 +554,6 @@ impl ParallelReader {
             last_line: 0,
             free,
             cutter,
-            owed: 0,
             failed: None,
         })
     }
@@ -586,9 +585,6 @@ impl ParallelReader {
 
     /// The next block in order, waiting for it; `None` at the end.
     fn next_block(&mut self) -> Option<Parsed> {
-        for _ in 0..std::mem::take(&mut self.owed) {
-            self.cutter.cut();
-        }
         loop {
             if let Some(p) = self.ahead.remove(&self.next_seq) {
                 self.next_seq += 1;
@@ -753,12 +749,14 @@ impl ParallelReader {
         };
     }
 
-    /// Moves the row and line numbering past block `p`, done with; the
-    /// cutter reads another block when the reader next looks for one.
+    /// Moves the row and line numbering past block `p`, done with, and
+    /// cuts another block in its place. (Cutting it only when the reader
+    /// next looks for a block, after the caller has handed this one on,
+    /// measured the same.)
     fn pass(&mut self, p: &Parsed) {
         self.row_base += p.rows;
         self.line_base += p.lines;
-        self.owed += 1;
+        self.cutter.cut();
     }
 
     /// Ends the block being delivered: the next starts where it ends. Its
