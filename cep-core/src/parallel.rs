@@ -3,7 +3,8 @@
 //! [`Reader`] would number them.
 //!
 //! ```text
-//! file --> the cutter, on the caller's thread: blocks of ~256 KiB, each
+//! file --> the cutter, on the caller's thread: blocks of ~32 KiB (~256
+//!          KiB when split by a partition, see below), each
 //!          cut after the last record that ends in it (for CSV, a newline
 //!          outside quotes), one more each time the caller is done with one
 //!      --> parse jobs: each block parsed by a Reader reopened at the
@@ -87,8 +88,44 @@ use crate::keys::shard_cached;
 use crate::read::{EventSource, Format, InputPosition, MAX_LINE_LEN, ReadError, ReadErrorKind, Reader, StrCache};
 use crate::{Event, FieldId, FlatEvents, Timestamp, Value};
 
-/// Bytes read at a time: a block is this much, up to its last record.
+/// Bytes read at a time for blocks split by a partition: a block is this
+/// much, up to its last record. Each goes to every shard whole, and costs
+/// each of them a turn (W1 with `--threads 2 --parallel shards`: 32 KiB
+/// blocks took 0.219 s, 64 KiB 0.196, 256 KiB 0.141).
 const BLOCK: usize = 256 << 10;
+
+/// Bytes read at a time for blocks read without a partition, by the one
+/// thread that takes every event. Smaller than [`BLOCK`]: a block's parsed
+/// events (about 110 bytes each on W1, four times the text) pass through
+/// that thread's cache, and while several 256 KiB blocks' worth (several
+/// MB) went round, they pushed out the per-key state of the queries it
+/// runs. `cep run --threads 2 --parallel pipeline` on the W1 CSV, 11
+/// alternating rounds, medians: 0.1255 s with 256 KiB blocks (the engine's
+/// look-ahead stalls on that state took twice the CPU of `--threads 1`),
+/// 0.1215 s with 32 KiB; 32 KiB with 4 or 6 blocks ahead instead of 5,
+/// 48 KiB and 64 KiB: between the two. With 16 KiB, the parser thread
+/// often waited for a block and the wake-ups cost more than the cache
+/// gave back.
+const EVENT_BLOCK: usize = 32 << 10;
+
+/// Parsed blocks handed back for reuse, the last handed back taken first:
+/// the memory most recently read is rewritten, so the blocks that go round
+/// are as few as are in use at once, not all that were ever made (with 32
+/// KiB blocks, 0.1249 → 0.1224 s against first in, first out, in the
+/// measurement of [`EVENT_BLOCK`]).
+#[derive(Clone, Default)]
+struct Pool(Arc<parking_lot::Mutex<Vec<Parsed>>>);
+
+impl Pool {
+    fn put(&self, p: Parsed) {
+        self.0.lock().push(p);
+    }
+
+    /// The block handed back last, or a new one.
+    fn take(&self) -> Parsed {
+        self.0.lock().pop().unwrap_or_default()
+    }
+}
 
 /// A run of whole records and where it starts.
 struct Block {
@@ -269,7 +306,7 @@ pub struct PartedBlock {
     /// The row number of the block's first row: the parts' rows count
     /// from the block's start.
     row_base: u64,
-    free: Sender<Parsed>,
+    free: Pool,
 }
 
 impl PartedBlock {
@@ -332,7 +369,7 @@ impl PartedBlock {
 /// the parser threads for reuse when dropped.
 pub struct EventBlock {
     parsed: Parsed,
-    free: Sender<Parsed>,
+    free: Pool,
 }
 
 impl EventBlock {
@@ -345,7 +382,7 @@ impl EventBlock {
 
 impl Drop for EventBlock {
     fn drop(&mut self) {
-        let _ = self.free.send(std::mem::take(&mut self.parsed));
+        self.free.put(std::mem::take(&mut self.parsed));
     }
 }
 
@@ -357,7 +394,7 @@ impl std::fmt::Debug for EventBlock {
 
 impl Drop for PartedBlock {
     fn drop(&mut self) {
-        let _ = self.free.send(std::mem::take(&mut self.parsed));
+        self.free.put(std::mem::take(&mut self.parsed));
     }
 }
 
@@ -435,7 +472,7 @@ pub struct ParallelReader {
     position: InputPosition,
     last_line: u64,
     /// Parsed blocks handed back for reuse.
-    free: Sender<Parsed>,
+    free: Pool,
     /// Reads the file and cuts it into blocks, on the reader's thread.
     cutter: Cutter,
     failed: Option<ReadError>,
@@ -463,7 +500,7 @@ impl ParallelReader {
         threads: usize,
         counter: Option<Arc<AtomicU64>>,
     ) -> io::Result<ParallelReader> {
-        ParallelReader::open_in_blocks(path, reader, at, threads, counter, BLOCK, None)
+        ParallelReader::open_in_blocks(path, reader, at, threads, counter, EVENT_BLOCK, None)
     }
 
     /// [`open`](Self::open), the parser threads splitting each block of
@@ -496,7 +533,7 @@ impl ParallelReader {
 
         let (work_tx, work) = unbounded::<ParseJob>();
         let (results_tx, results) = unbounded::<Parsed>();
-        let (free, free_rx) = unbounded::<Parsed>();
+        let free = Pool::default();
         let (bufs_tx, bufs_rx) = mpsc::channel::<Vec<u8>>();
         // Blocks are read with the fields the reader knows now (see
         // `Reader::fix_fields`).
@@ -504,7 +541,7 @@ impl ParallelReader {
         template.fix_fields();
         let parser = Arc::new(Parser {
             template,
-            free: free_rx,
+            free: free.clone(),
             results: results_tx.clone(),
             bufs: bufs_tx,
             partition,
@@ -765,7 +802,7 @@ impl ParallelReader {
         let p = self.current.take().expect("a block");
         let fatal = p.fatal.clone().map(|e| self.renumber(e));
         self.pass(&p);
-        let _ = self.free.send(p);
+        self.free.put(p);
         if let Some(e) = &fatal {
             self.failed = Some(e.clone());
         }
@@ -1027,7 +1064,7 @@ impl std::fmt::Debug for ParseJob {
 struct Parser {
     /// The reader the blocks continue (no input of its own).
     template: Reader<io::Empty>,
-    free: Receiver<Parsed>,
+    free: Pool,
     results: Sender<Parsed>,
     bufs: mpsc::Sender<Vec<u8>>,
     partition: Option<Partition>,
@@ -1043,7 +1080,7 @@ struct Parser {
 
 impl Parser {
     fn run(&self, block: Block) {
-        let mut p = self.free.try_recv().unwrap_or_default();
+        let mut p = self.free.take();
         p.reset(block.seq);
         p.reserve(block.bytes.len(), self.template.schema().field_count(), self.partition.as_ref());
         let at = InputPosition { byte: block.start, row: 0, line: 1 };
@@ -1193,7 +1230,7 @@ mod tests {
         assert!(par.len() > 200, "{par:?}");
 
         let head = Reader::new(&b"ts,key\n"[..], "t", Format::Csv).unwrap();
-        let (_free_tx, free) = unbounded();
+        let free = Pool::default();
         let (results, parsed) = unbounded();
         let (bufs, _bufs_rx) = mpsc::channel();
         let template = head.reopen(io::empty(), head.position());

@@ -294,8 +294,9 @@ pub fn parallel(data: &[u8]) {
     let k = ((flags >> 4) & 7) as usize;
     let threads = (flags >> 7) as usize;
     // Cut inside the body: a long first row puts the parallel reader's
-    // first block boundary (256 KiB) in the middle of the body (the body is
-    // then read as data rows only, after a fixed header).
+    // first block boundary (256 KiB partitioned, else 32 KiB) in the middle
+    // of the body (the body is then read as data rows only, after a fixed
+    // header).
     let k = if repeat { 0 } else { k };
     let content: Vec<u8> = if repeat {
         let mut v: Vec<u8> = Vec::new();
@@ -306,7 +307,8 @@ pub fn parallel(data: &[u8]) {
             }
             Format::Jsonl => (b"{\"ts\":0,\"a\":\"", b"\"}\n"),
         };
-        let pad = (256usize << 10) - v.len() - open.len() - close.len() - body.len() / 2;
+        let block: usize = if partitioned { 256 << 10 } else { 32 << 10 };
+        let pad = block.saturating_sub(v.len() + open.len() + close.len() + body.len() / 2);
         v.extend_from_slice(open);
         v.resize(v.len() + pad, b'y');
         v.extend_from_slice(close);
