@@ -1114,17 +1114,16 @@ fn add_cli_line(tally: &mut Tally, line: &str, rows: Option<&[u64]>) {
 pub const CEILING: &str = "2 × 1 thread, keys split";
 
 /// A W5 workload over `n` W1 ticks: one thread (the baseline) against
-/// two, target 1.7×.
-fn w5(name: &str, description: String, n: usize, contenders: Vec<Contender>) -> Workload {
+/// two. DESIGN.md §3 sets the 1.7× target on `cep run` (W5-cli); the
+/// runtime fed without parsing (W5) is reported beside it.
+fn w5(name: &str, description: String, n: usize, target: Target, contenders: Vec<Contender>) -> Workload {
     Workload {
         name: name.into(),
         description,
         size: W1A_OOO_SIZE,
         events: n,
         baseline: Baseline::Contender("1 thread"),
-        target: Target {
-            text: "≥ 1.7× with 2 threads".into(), check: Check::ContenderRatioAtLeast("2 threads", 1.7)
-        },
+        target,
         expect: (n == w1::TICKS).then_some(450),
         series: None,
         contenders,
@@ -1368,6 +1367,7 @@ pub fn workloads(scale: Scale) -> Vec<Workload> {
             thousands(n)
         ),
         n,
+        Target { text: "— (the 1.7× target is `cep run`'s: W5-cli)".into(), check: Check::None },
         vec![
             runtime_contender("1 thread", 1, s.ticks.clone()),
             runtime_contender("2 threads", 2, s.ticks.clone()),
@@ -1386,6 +1386,7 @@ pub fn workloads(scale: Scale) -> Vec<Workload> {
             thousands(n)
         ),
         n,
+        Target { text: "≥ 1.7× with 2 threads".into(), check: Check::ContenderRatioAtLeast("2 threads", 1.7) },
         vec![
             cli_contender("1 thread", Some(1), &[]),
             cli_contender("2 threads", Some(2), &[]),

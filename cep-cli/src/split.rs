@@ -11,8 +11,10 @@
 //! parsed (`ParallelReader::take_events`, no copy), but that thread then
 //! runs every query on every event, so it pays only while the queries cost
 //! well under the parsing. `cep run` of W1's `rise_spike` on the 3 M-row
-//! CSV, two cores, seven alternating rounds (medians): one thread 0.221 s,
-//! two shards 0.142 s (1.56×), the pipeline 0.126 s (1.75×).
+//! CSV, two cores, seven alternating rounds (medians): one thread 0.217 s,
+//! two shards 0.141 s (1.53×), the pipeline 0.117 s (1.85×); with two
+//! copies of the query 0.335, 0.192 and 0.225 s, with four 0.492, 0.266
+//! and 0.446 s (`auto` took the faster each time).
 
 use std::io::{Read, Seek, SeekFrom};
 use std::time::{Duration, Instant};
@@ -63,6 +65,11 @@ const MIN_ROWS: usize = 1000;
 /// - the pipeline's query thread costs `QUERY_THREAD * (q + HANDOFF * p)`:
 ///   taking each event over and cutting the file into blocks, and queries
 ///   that read what another core parsed.
+///
+/// Fitted before the unsplit blocks shrank to 32 KiB (`cep_core::parallel`),
+/// which made the pipeline faster on one copy (0.117 s) more than on two
+/// or four (0.225, 0.446 s, shards 0.192 and 0.266 s in the same rounds):
+/// the same constants still pick the faster for each.
 const SHARD_COST: f64 = 0.4;
 const HANDOFF: f64 = 0.12;
 const QUERY_THREAD: f64 = 1.2;
