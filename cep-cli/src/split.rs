@@ -117,7 +117,7 @@ impl Costs {
     }
 
     /// Whether the pipeline's query thread would take less time per event
-    /// than `threads` shards (see [`SHARD_COST`]). On two threads: queries
+    /// than `threads` shards (see `SHARD_COST`). On two threads: queries
     /// that cost under about 0.8 times the parsing; on four, 0.2 times.
     pub fn pipeline_is_faster(&self, threads: usize) -> bool {
         let (p, q) = (self.parse.as_secs_f64(), self.queries.as_secs_f64());

@@ -11,7 +11,7 @@
 //! no whole line is left and nothing more has come, and
 //! [`StreamInput::wait`] waits for more with a timeout.
 //!
-//! Chunks are recycled, and at most [`AHEAD`] of them wait for the parser,
+//! Chunks are recycled, and at most `AHEAD` of them wait for the parser,
 //! so memory stays bounded however fast the writer.
 
 use std::io::{self, BufRead, Read};
