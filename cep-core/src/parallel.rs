@@ -101,11 +101,11 @@ const BLOCK: usize = 256 << 10;
 /// MB) went round, they pushed out the per-key state of the queries it
 /// runs. `cep run --threads 2 --parallel pipeline` on the W1 CSV, 11
 /// alternating rounds, medians: 0.1255 s with 256 KiB blocks (the engine's
-/// look-ahead stalls on that state took twice the CPU of `--threads 1`),
-/// 0.1215 s with 32 KiB; 32 KiB with 4 or 6 blocks ahead instead of 5,
-/// 48 KiB and 64 KiB: between the two. With 16 KiB, the parser thread
-/// often waited for a block and the wake-ups cost more than the cache
-/// gave back.
+/// look-ahead stalls on that state took nearly three times the samples
+/// they take on `--threads 1`), 0.1215 s with 32 KiB; 32 KiB with 4 or 6
+/// blocks ahead instead of 5, 48 KiB and 64 KiB: between the two. With 16
+/// KiB, the parser thread often waited for a block and the wake-ups cost
+/// more than the cache gave back.
 const EVENT_BLOCK: usize = 32 << 10;
 
 /// Parsed blocks handed back for reuse, the last handed back taken first:
