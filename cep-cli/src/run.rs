@@ -398,7 +398,7 @@ pub fn run(args: RunArgs) -> Result<(), Failure> {
         };
         let path = Path::new(&args.events);
         opts.blocks = partition.is_some();
-        opts.event_blocks = partition.is_none() && opts.batch && matches!(pipeline, Pipeline::One(_));
+        opts.event_blocks = opts.batch && matches!(pipeline, Pipeline::One(_));
         // The shards parse blocks whenever they have no events to
         // run, with parser threads only on the cores they leave
         // free: W1 CSV with --threads 2 on two cores, 1,800 context

@@ -88,14 +88,15 @@ use crate::keys::shard_cached;
 use crate::read::{EventSource, Format, InputPosition, MAX_LINE_LEN, ReadError, ReadErrorKind, Reader, StrCache};
 use crate::{Event, FieldId, FlatEvents, Timestamp, Value};
 
-/// Bytes read at a time for blocks split by a partition: a block is this
-/// much, up to its last record. Each goes to every shard whole, and costs
+/// Bytes read at a time for blocks split by a partition
+/// ([`ParallelReader::open_partitioned`]): a block is this much, up to its
+/// last record. Each goes to every shard whole, and costs
 /// each of them a turn (W1 with `--threads 2 --parallel shards`: 32 KiB
 /// blocks took 0.219 s, 64 KiB 0.196, 256 KiB 0.141).
-const BLOCK: usize = 256 << 10;
+pub const BLOCK: usize = 256 << 10;
 
-/// Bytes read at a time for blocks read without a partition, by the one
-/// thread that takes every event. Smaller than [`BLOCK`]: a block's parsed
+/// Bytes read at a time for blocks read without a partition
+/// ([`ParallelReader::open`]), by the one thread that takes every event. Smaller than [`BLOCK`]: a block's parsed
 /// events (about 110 bytes each on W1, four times the text) pass through
 /// that thread's cache, and while several 256 KiB blocks' worth (several
 /// MB) went round, they pushed out the per-key state of the queries it
@@ -106,7 +107,7 @@ const BLOCK: usize = 256 << 10;
 /// blocks ahead instead of 5, 48 KiB and 64 KiB: between the two. With 16
 /// KiB, the parser thread often waited for a block and the wake-ups cost
 /// more than the cache gave back.
-const EVENT_BLOCK: usize = 32 << 10;
+pub const EVENT_BLOCK: usize = 32 << 10;
 
 /// Parsed blocks handed back for reuse, the last handed back taken first:
 /// the memory most recently read is rewritten, so the blocks that go round

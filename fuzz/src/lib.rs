@@ -2,7 +2,7 @@
 
 use std::io::{BufReader, Write};
 
-use cep_core::parallel::{ParallelReader, Partition};
+use cep_core::parallel::{BLOCK, EVENT_BLOCK, ParallelReader, Partition};
 use cep_core::read::EventSource;
 use cep_core::{Event, Format, ReadError, ReadErrorKind, Reader, Schema, Sym, Value};
 use cep_index::LevelIndex;
@@ -294,9 +294,8 @@ pub fn parallel(data: &[u8]) {
     let k = ((flags >> 4) & 7) as usize;
     let threads = (flags >> 7) as usize;
     // Cut inside the body: a long first row puts the parallel reader's
-    // first block boundary (256 KiB partitioned, else 32 KiB) in the middle
-    // of the body (the body is then read as data rows only, after a fixed
-    // header).
+    // first block boundary in the middle of the body (the body is then read
+    // as data rows only, after a fixed header).
     let k = if repeat { 0 } else { k };
     let content: Vec<u8> = if repeat {
         let mut v: Vec<u8> = Vec::new();
@@ -307,7 +306,7 @@ pub fn parallel(data: &[u8]) {
             }
             Format::Jsonl => (b"{\"ts\":0,\"a\":\"", b"\"}\n"),
         };
-        let block: usize = if partitioned { 256 << 10 } else { 32 << 10 };
+        let block = if partitioned { BLOCK } else { EVENT_BLOCK };
         let pad = block.saturating_sub(v.len() + open.len() + close.len() + body.len() / 2);
         v.extend_from_slice(open);
         v.resize(v.len() + pad, b'y');
