@@ -970,8 +970,8 @@ fn w1_csv(tag: &str, n: usize) -> (Scratch, std::path::PathBuf) {
 
 /// W5's parsing alone: the CSV of the first `n` W1 ticks read to its end
 /// into events, no query (every event tallied as a match). One thread: a
-/// [`Reader`](cep_core::Reader) on the file, as `cep run --threads 1`
-/// reads it. More: a [`ParallelReader`](cep_core::parallel::ParallelReader)
+/// [`Reader`](cep_io::Reader) on the file, as `cep run --threads 1`
+/// reads it. More: a [`ParallelReader`](cep_io::parallel::ParallelReader)
 /// with `threads - 1` parser threads, the calling thread taking every event
 /// in order and parsing whenever it waits for a block (`cep run` on shards
 /// parses the same blocks, split by shard, on the shards).
@@ -991,11 +991,11 @@ fn parse_contender(name: &'static str, threads: usize) -> Contender {
 /// Every event of the CSV file at `path`, read on `threads` threads (see
 /// [`parse_contender`]), handed to `each` in input order.
 fn read_events(path: &std::path::Path, threads: usize, mut each: impl FnMut(&Event)) {
-    use cep_core::read::EventSource;
+    use cep_io::read::EventSource;
     let file = std::fs::File::open(path).expect("the CSV");
-    let mut head = cep_core::Reader::new(io::BufReader::new(file), "w1.csv", cep_core::Format::Csv).expect("a header");
+    let mut head = cep_io::Reader::new(io::BufReader::new(file), "w1.csv", cep_io::Format::Csv).expect("a header");
     let mut rest = (threads > 1).then(|| {
-        cep_core::parallel::ParallelReader::open(path, &head, head.position(), threads - 1, None).expect("reopened")
+        cep_io::parallel::ParallelReader::open(path, &head, head.position(), threads - 1, None).expect("reopened")
     });
     let source: &mut dyn EventSource = match &mut rest {
         Some(rest) => rest,

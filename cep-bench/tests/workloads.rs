@@ -4,7 +4,8 @@
 
 use cep_bench::w1::XorShift64;
 use cep_bench::{levels, w1, w2, w3, w4};
-use cep_core::{Event, Format, Reader, Schema, TimeUnit, Value};
+use cep_core::{Event, Schema, TimeUnit, Value};
+use cep_io::{Format, Reader};
 use cep_nfa::compile::{Options, compile};
 use cep_nfa::engine::Engine;
 use cep_nfa::reference;

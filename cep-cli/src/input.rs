@@ -4,7 +4,8 @@ use std::fs::File;
 use std::io::{self, BufRead, BufReader, Seek, SeekFrom};
 use std::path::Path;
 
-use cep_core::{Event, Format, InputPosition, ReadError, Reader, Schema, TimeUnit};
+use cep_core::{Event, Schema, TimeUnit};
+use cep_io::{Format, InputPosition, ReadError, Reader};
 use cep_nfa::compile::{Compiled, Options, compile};
 
 use crate::Failure;
@@ -149,7 +150,7 @@ pub fn open_events_counted(path: &str, format: Option<&str>, counter: Option<Byt
 }
 
 /// `input` (a file opened by [`open_events_counted`]) reopened at `at`,
-/// one of its [positions](cep_core::Reader::position): the file is seeked
+/// one of its [positions](cep_io::Reader::position): the file is seeked
 /// there, so the rows before it are not read again.
 pub fn reopen_events(
     input: &Input,

@@ -5,10 +5,11 @@ use std::io::{self, BufWriter};
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
-use cep_core::parallel::{ParallelReader, PartedBlock};
-use cep_core::read::EventSource;
+use cep_io::parallel::{ParallelReader, PartedBlock};
+use cep_io::read::EventSource;
 use cep_core::time::{DurationUnit, to_ticks};
-use cep_core::{Event, InputPosition};
+use cep_core::Event;
+use cep_io::InputPosition;
 use cep_index::LevelIndex;
 use cep_index::file::read_alerts;
 use cep_nfa::select::EngineChoice;
@@ -621,7 +622,7 @@ impl Checkpoints {
     /// Whether a block of whole events can go to the pipeline at once: no
     /// checkpoint falls due inside it, and no row of it was processed
     /// before the checkpoint resumed.
-    fn admits(&self, b: &cep_core::parallel::BlockInfo) -> bool {
+    fn admits(&self, b: &cep_io::parallel::BlockInfo) -> bool {
         b.first_row >= self.skip_below && b.first_row + b.rows < self.next_at
     }
 

@@ -19,7 +19,7 @@
 use std::io::{Read, Seek, SeekFrom};
 use std::time::{Duration, Instant};
 
-use cep_core::read::InputPosition;
+use cep_io::read::InputPosition;
 use cep_core::{Event, Match};
 use cep_runtime::{QueryInfo, Runner};
 
@@ -66,7 +66,7 @@ const MIN_ROWS: usize = 1000;
 ///   taking each event over and cutting the file into blocks, and queries
 ///   that read what another core parsed.
 ///
-/// Fitted before the unsplit blocks shrank to 32 KiB (`cep_core::parallel`),
+/// Fitted before the unsplit blocks shrank to 32 KiB (`cep_io::parallel`),
 /// which made the pipeline faster on one copy (0.117 s) more than on two
 /// or four (0.225, 0.446 s, shards 0.192 and 0.266 s in the same rounds):
 /// the same constants still pick the faster for each.

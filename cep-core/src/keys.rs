@@ -17,7 +17,7 @@ use crate::{Sym, Value};
 /// The shard of a key among `shards`: a hash with fixed seeds, so every
 /// run (and every process) puts a key on the same shard. `cep-runtime`
 /// routes by it (and re-exports it as `cep_runtime::shard::shard_of`), and
-/// so does a [`Partition::by_field`](crate::parallel::Partition::by_field),
+/// so does `cep_io::parallel::Partition::by_field`,
 /// which splits parsed blocks the way the runtime routes them. (Checkpoints
 /// of a sharded run depend on it: see `cep_runtime::checkpoint::HASH_VERSION`.)
 ///
@@ -84,7 +84,7 @@ fn str_hash(s: Sym) -> u64 {
 thread_local! {
     /// [`shard_cached`]'s cache, per thread (a runtime's reader's, or each
     /// parser thread's for a
-    /// [`Partition::by_field`](crate::parallel::Partition::by_field)): the
+    /// `cep_io::parallel::Partition::by_field`): the
     /// stable hash of each string key by symbol number (0: not yet
     /// computed), so that routing a string key takes the interner's lock
     /// once per distinct string, not once per event.

@@ -1,18 +1,16 @@
 #![doc = include_str!("../README.md")]
 
+pub mod cell;
 pub mod event;
 pub mod json;
 pub mod keys;
 pub mod matches;
-pub mod parallel;
-pub mod read;
 pub mod schema;
 pub mod time;
 pub mod value;
 
 pub use event::{DEFAULT_TYPE, Event, FlatCursor, FlatEvents};
 pub use matches::{Match, MatchId, cmp_rows_by_var, match_id};
-pub use read::{Format, InputPosition, ReadError, ReadErrorKind, Reader};
 pub use schema::{FieldId, KindSet, Schema, TypeInfo};
 pub use time::{TimeUnit, Timestamp};
 pub use value::{Kind, Sym, Value};

@@ -104,7 +104,7 @@ fn parse_row<'a>(cell: impl Fn(usize) -> &'a str) -> Result<Alert, String> {
     if id.is_empty() {
         return Err("empty id".into());
     }
-    let key = cep_core::read::parse_cell(cell(1), "key")?;
+    let key = cep_core::cell::parse_cell(cell(1));
     if key == Value::Null {
         return Err(format!("alert `{id}`: empty key"));
     }
@@ -132,7 +132,7 @@ fn parse_row<'a>(cell: impl Fn(usize) -> &'a str) -> Result<Alert, String> {
 }
 
 fn number(text: &str, column: &str) -> Result<f64, String> {
-    match cep_core::read::parse_cell(text, column)? {
+    match cep_core::cell::parse_cell(text) {
         Value::Null => Err(format!("empty {column}")),
         v => v.as_f64().ok_or_else(|| format!("{column} `{text}` is not a number")),
     }

@@ -1,5 +1,5 @@
 //! The text corpus `testdata/*.case` (format: `testdata/README.md`), run on
-//! the library: `cep_core::Reader` → `compile` → one [`Engine`] per
+//! the library: `cep_io::Reader` → `compile` → one [`Engine`] per
 //! statement, as `cep run` does it.
 //!
 //! Every statement's engine sees every event in input order; before each
@@ -14,7 +14,8 @@
 use std::fmt::Write as _;
 use std::path::Path;
 
-use cep_core::{Event, Format, Reader};
+use cep_core::Event;
+use cep_io::{Format, Reader};
 use cep_nfa::compile::{Options, compile};
 use cep_nfa::corpus::{Case, strip_id};
 use cep_nfa::engine::Engine;

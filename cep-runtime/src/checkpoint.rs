@@ -54,7 +54,7 @@ pub struct Checkpoint {
     /// Where the input stood after `position` rows, when the reader knew
     /// it (a file read in order): a resumed run reopens the input there
     /// instead of reading the rows before it again.
-    pub input: Option<cep_core::InputPosition>,
+    pub input: Option<cep_io::InputPosition>,
     /// Bad rows skipped among the first `position` (with `input`: a run
     /// that reopens the input there counts on from it).
     pub skipped: u64,

@@ -62,7 +62,7 @@
 //!
 //! A reader that parses on threads of its own can also split its blocks of
 //! events by shard itself ([`ShardedRunner::partition`] for
-//! [`ParallelReader::open_partitioned`](cep_core::parallel::ParallelReader::open_partitioned)):
+//! [`ParallelReader::open_partitioned`](cep_io::parallel::ParallelReader::open_partitioned)):
 //! [`ShardedRunner::push_block`] then sends the whole block to every shard,
 //! each running its own part, and the calling thread does nothing per
 //! event. A shard holds at most three blocks at a time (it says when it is
@@ -134,7 +134,7 @@ use std::time::{Duration, Instant};
 
 pub use cep_core::keys::shard_of;
 use cep_core::keys::{int_hash, shard_cached};
-use cep_core::parallel::{ParseJob, PartedBlock, Partition};
+use cep_io::parallel::{ParseJob, PartedBlock, Partition};
 use cep_core::{Event, FieldId, FlatCursor, Timestamp, Value};
 use cep_nfa::program::Program;
 use crossbeam_channel::{
@@ -800,7 +800,7 @@ impl ShardedRunner {
 
     /// How to split events by shard the way this runtime routes them, when
     /// every query (and the level alerts) is keyed by one field: for
-    /// [`ParallelReader::open_partitioned`](cep_core::parallel::ParallelReader::open_partitioned),
+    /// [`ParallelReader::open_partitioned`](cep_io::parallel::ParallelReader::open_partitioned),
     /// whose blocks [`push_block`](Self::push_block) then hands to the shards
     /// whole. `None` when events may go to several shards.
     pub fn partition(&self) -> Option<Partition> {
@@ -948,17 +948,18 @@ impl ShardedRunner {
     }
 
     /// Has every shard parse blocks of a
-    /// [`ParallelReader`](cep_core::parallel::ParallelReader) (its
-    /// [`parse_jobs`](cep_core::parallel::ParallelReader::parse_jobs))
+    /// [`ParallelReader`](cep_io::parallel::ParallelReader) (its
+    /// [`parse_jobs`](cep_io::parallel::ParallelReader::parse_jobs))
     /// whenever it has no events to run: with as many shards as cores, the
     /// shards can do all the parsing, with no parser threads of their own
     /// competing with them for the cores.
     ///
     /// # Examples
     /// ```
-    /// use cep_core::parallel::ParallelReader;
-    /// use cep_core::read::EventSource;
-    /// use cep_core::{Event, Format, Reader};
+    /// use cep_io::parallel::ParallelReader;
+    /// use cep_io::read::EventSource;
+    /// use cep_core::Event;
+    /// use cep_io::{Format, Reader};
     /// use cep_nfa::compile::{compile, Options};
     /// use cep_runtime::{Runner, shard::ShardedRunner};
     ///

@@ -11,9 +11,10 @@ mod support;
 
 use std::time::{Duration, Instant};
 
-use cep_core::parallel::ParallelReader;
-use cep_core::read::EventSource;
-use cep_core::{Event, Format, Reader, Schema, Sym, Value};
+use cep_io::parallel::ParallelReader;
+use cep_io::read::EventSource;
+use cep_core::{Event, Schema, Sym, Value};
+use cep_io::{Format, Reader};
 use cep_index::{Alert, LevelIndex};
 use cep_nfa::compile::{Options, compile};
 use cep_runtime::shard::{ShardedRunner, shard_of};

@@ -2,9 +2,10 @@
 
 use std::io::{BufReader, Write};
 
-use cep_core::parallel::{BLOCK, EVENT_BLOCK, ParallelReader, Partition};
-use cep_core::read::EventSource;
-use cep_core::{Event, Format, ReadError, ReadErrorKind, Reader, Schema, Sym, Value};
+use cep_io::parallel::{BLOCK, EVENT_BLOCK, ParallelReader, Partition};
+use cep_io::read::EventSource;
+use cep_core::{Event, Schema, Sym, Value};
+use cep_io::{Format, ReadError, ReadErrorKind, Reader};
 use cep_index::LevelIndex;
 use cep_nfa::compile::{Options, compile};
 use cep_nfa::select::EngineChoice;
@@ -606,7 +607,7 @@ pub fn checkpoint_seeds() -> Vec<Vec<u8>> {
             fingerprint: 1,
             position: cut,
             output_bytes: 0,
-            input: Some(cep_core::InputPosition { byte: 100, row: cut, line: cut + 2 }),
+            input: Some(cep_io::InputPosition { byte: 100, row: cut, line: cut + 2 }),
             skipped: 0,
             state: PipelineSnapshot::One(r.snapshot().unwrap()),
         };

@@ -47,9 +47,7 @@ pub struct Compiled {
     pub warnings: Vec<Diagnostic>,
     /// The fields the statements read (their partition fields included),
     /// sorted, each once: the others' values never matter to a match, so a
-    /// reader may leave them out ([`Reader::keep_fields`]).
-    ///
-    /// [`Reader::keep_fields`]: cep_core::read::Reader::keep_fields
+    /// reader may leave them out (as `cep_io::Reader::keep_fields` does).
     pub fields: Vec<FieldId>,
 }
 

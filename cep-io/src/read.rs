@@ -86,7 +86,8 @@ use std::io::{self, BufRead};
 use ahash::{AHashMap, AHashSet};
 use serde::de::{self, DeserializeSeed, MapAccess, SeqAccess, Visitor};
 
-use crate::{DEFAULT_TYPE, Event, FieldId, Schema, Sym, Value};
+use cep_core::cell::{Lexeme, classify, float_of};
+use cep_core::{DEFAULT_TYPE, Event, FieldId, Schema, Sym, Value};
 
 mod records;
 
@@ -132,7 +133,7 @@ impl Format {
     ///
     /// # Examples
     /// ```
-    /// use cep_core::Format;
+    /// use cep_io::Format;
     /// assert_eq!(Format::from_path("data/ticks.csv"), Some(Format::Csv));
     /// assert_eq!(Format::from_path("ticks.NDJSON"), Some(Format::Jsonl));
     /// assert_eq!(Format::from_path("-"), None);
@@ -157,7 +158,7 @@ impl Format {
     ///
     /// # Examples
     /// ```
-    /// use cep_core::Format;
+    /// use cep_io::Format;
     /// assert_eq!(Format::sniff(b"  {\"ts\":0}\n"), Format::Jsonl);
     /// assert_eq!(Format::sniff(b"\xEF\xBB\xBF{\"ts\":0}\n"), Format::Jsonl);
     /// assert_eq!(Format::sniff(b"ts,price\n0,1\n"), Format::Csv);
@@ -410,7 +411,8 @@ impl<R: BufRead> Reader<R> {
     ///
     /// # Examples
     /// ```
-    /// use cep_core::{Event, Format, Reader};
+    /// use cep_core::Event;
+    /// use cep_io::{Format, Reader};
     /// let text = "ts,price\n1,10\n2,11\n3,12\n";
     /// let mut r = Reader::new(text.as_bytes(), "t.csv", Format::Csv).unwrap();
     /// let mut e = Event::default();
@@ -537,7 +539,7 @@ impl<R: BufRead> Reader<R> {
     ///
     /// # Examples
     /// ```
-    /// use cep_core::read::{Format, Reader};
+    /// use cep_io::read::{Format, Reader};
     /// use cep_core::{Event, Value};
     /// let text = "ts,sym,order_id\n1,IBM,8f14e45f\n";
     /// let mut r = Reader::new(text.as_bytes(), "ticks.csv", Format::Csv).unwrap();
@@ -949,124 +951,6 @@ struct CsvState<R: BufRead> {
     simple: bool,
 }
 
-/// What a trimmed cell looks like.
-#[derive(Debug, PartialEq)]
-enum Lexeme {
-    /// An integer literal, with its value (`None`: it does not fit an
-    /// `i64`).
-    Int(Option<i64>),
-    /// A float literal (digits with a dot or an exponent).
-    Float,
-    /// Anything else: a bool or a string.
-    Other,
-}
-
-/// Types a trimmed cell; integers (the common case) inline, the rest out of
-/// line.
-#[inline(always)]
-fn classify(b: &[u8]) -> Lexeme {
-    let (neg, body) = match b.first() {
-        Some(b'-') => (true, &b[1..]),
-        Some(b'+') => (false, &b[1..]),
-        _ => (false, b),
-    };
-    if body.is_empty() {
-        return Lexeme::Other;
-    }
-    match int_value(neg, body) {
-        Some(v) => Lexeme::Int(v),
-        None => classify_not_int(body),
-    }
-}
-
-/// [`classify`] for a cell (without its sign) that is not an integer: a
-/// float literal has digits (at least one), with a dot, an exponent or both.
-/// Words such as `nan`, `inf` or `infinity` are not float literals (Rust's
-/// float syntax takes them, which is why it is never asked first).
-#[inline(never)]
-fn classify_not_int(body: &[u8]) -> Lexeme {
-    // [digits][.digits] with at least one digit, then an optional exponent.
-    let int_digits = body.iter().take_while(|b| b.is_ascii_digit()).count();
-    let mut i = int_digits;
-    let mut frac_digits = 0;
-    if body.get(i) == Some(&b'.') {
-        i += 1;
-        frac_digits = body[i..].iter().take_while(|b| b.is_ascii_digit()).count();
-        i += frac_digits;
-    }
-    if int_digits + frac_digits == 0 {
-        return Lexeme::Other;
-    }
-    if matches!(body.get(i), Some(b'e' | b'E')) {
-        i += 1;
-        if matches!(body.get(i), Some(b'+' | b'-')) {
-            i += 1;
-        }
-        let exp_digits = body[i..].iter().take_while(|b| b.is_ascii_digit()).count();
-        if exp_digits == 0 {
-            return Lexeme::Other;
-        }
-        i += exp_digits;
-    }
-    if i == body.len() { Lexeme::Float } else { Lexeme::Other }
-}
-
-/// The value of the digits `digits` (negated with `neg`), read in one
-/// pass: `None` when they are not all digits, `Some(None)` when the value
-/// does not fit an `i64`. Up to 18 digits cannot overflow and are added
-/// without checks (most cells of a numeric stream are such integers, and
-/// typing then parsing them had read each twice); a longer literal is read
-/// again with checks.
-#[inline(always)]
-fn int_value(neg: bool, digits: &[u8]) -> Option<Option<i64>> {
-    let mut v: i64 = 0;
-    for &d in digits {
-        let d = d.wrapping_sub(b'0');
-        if d > 9 {
-            return None;
-        }
-        v = v.wrapping_mul(10).wrapping_add(i64::from(d));
-    }
-    if digits.len() <= 18 {
-        return Some(Some(if neg { -v } else { v }));
-    }
-    // Built negative when negative, so that `i64::MIN` fits.
-    let checked = digits.iter().try_fold(0i64, |v, &d| {
-        let d = i64::from(d - b'0');
-        v.checked_mul(10).and_then(|v| if neg { v.checked_sub(d) } else { v.checked_add(d) })
-    });
-    Some(checked)
-}
-
-/// Types one CSV cell exactly as the event reader does (LANGUAGE.md §1):
-/// an integer literal is an int, else a float literal a float, else
-/// `true`/`false` a bool, else a string; surrounding blanks are ignored and
-/// an empty cell is NULL. An integer literal beyond `i64` is the nearest
-/// float; a literal beyond the `f64` range, and words such as `nan` or
-/// `inf`, are strings (see the [module documentation](self)). Errors name
-/// `column`.
-///
-/// # Examples
-/// ```
-/// use cep_core::{read::parse_cell, Sym, Value};
-/// assert_eq!(parse_cell(" 7 ", "key"), Ok(Value::Int(7)));
-/// assert_eq!(parse_cell("1.5", "key"), Ok(Value::Float(1.5)));
-/// assert_eq!(parse_cell("AAPL", "key"), Ok(Value::Str(Sym::new("AAPL"))));
-/// assert_eq!(parse_cell("", "key"), Ok(Value::Null));
-/// assert_eq!(parse_cell("nan", "key"), Ok(Value::Str(Sym::new("nan"))));
-/// assert_eq!(parse_cell("1e400", "key"), Ok(Value::Str(Sym::new("1e400"))));
-/// assert_eq!(parse_cell("9223372036854775808", "key"), Ok(Value::Float(9223372036854775808.0)));
-/// ```
-pub fn parse_cell(text: &str, column: &str) -> Result<Value, String> {
-    let cell = text.trim();
-    if cell.is_empty() {
-        return Ok(Value::Null);
-    }
-    let (cell, mut value) = (cell.as_bytes(), Value::Null);
-    lexeme_into(classify(cell), cell, column, &mut StrCache::default(), &mut value)?;
-    Ok(value)
-}
-
 /// Types one trimmed, non-empty field cell, already classified, straight
 /// into `out` (an event's field: returning a `Value` through a `Result` made
 /// the caller reload the two words just stored as one 16-byte load, which
@@ -1085,12 +969,8 @@ fn lexeme_into(
         Lexeme::Int(Some(i)) => *out = Value::Int(i),
         // An integer literal that does not fit an `i64` is a float literal.
         Lexeme::Int(None) | Lexeme::Float => {
-            // The lexeme is ASCII, and Rust's float syntax is a superset of
-            // it, so the parse cannot fail; the text of an integer beyond
-            // `i64` rounds to the nearest `f64`.
-            let f = std::str::from_utf8(cell).ok().and_then(|s| s.parse::<f64>().ok());
-            match f {
-                Some(f) if f.is_finite() => *out = Value::Float(f),
+            match float_of(cell) {
+                Some(f) => *out = Value::Float(f),
                 // Beyond the `f64` range (`1e400`): no float can hold it
                 // (values are finite), and LANGUAGE.md §1 makes no bad row
                 // of a cell's value, so it falls through to the last kind,
@@ -2192,7 +2072,8 @@ mod tests {
             assert!(!r.next_event(&mut e).unwrap());
         }
     }
-    use crate::Kind;
+    use cep_core::Kind;
+    use cep_core::cell::parse_cell;
     use proptest::prelude::*;
 
     fn csv_reader(text: &str) -> Reader<&[u8]> {
@@ -2605,7 +2486,7 @@ mod tests {
         assert_eq!(cell("9223372036854775807"), Value::Int(i64::MAX));
         assert_eq!(cell("-9223372036854775808"), Value::Int(i64::MIN));
         // Through `parse_cell` too (the level file's cells).
-        assert_eq!(parse_cell("18446744073709551616", "k"), Ok(Value::Float(18_446_744_073_709_551_616.0)));
+        assert_eq!(parse_cell("18446744073709551616"), Value::Float(18_446_744_073_709_551_616.0));
     }
 
     /// A float literal, or an integer literal, beyond the `f64` range is a
@@ -2623,8 +2504,8 @@ mod tests {
         assert_eq!(got[..7], want);
         assert_eq!(got[7], Value::Int(7));
         assert_eq!(v.iter().map(|e| e.row).collect::<Vec<_>>(), (0..8).collect::<Vec<_>>());
-        assert_eq!(parse_cell(" -1e400 ", "k"), Ok(Value::str("-1e400")));
-        assert_eq!(parse_cell("Infinity", "k"), Ok(Value::str("Infinity")));
+        assert_eq!(parse_cell(" -1e400 "), Value::str("-1e400"));
+        assert_eq!(parse_cell("Infinity"), Value::str("Infinity"));
         // The largest finite values are floats.
         assert_eq!(cell("-1.7976931348623157e308"), Value::Float(f64::MIN));
     }

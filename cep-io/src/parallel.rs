@@ -84,9 +84,9 @@ use std::sync::mpsc;
 
 use crossbeam_channel::{Receiver, Sender, TryRecvError, select, unbounded};
 
-use crate::keys::shard_cached;
+use cep_core::keys::shard_cached;
 use crate::read::{EventSource, Format, InputPosition, MAX_LINE_LEN, ReadError, ReadErrorKind, Reader, StrCache};
-use crate::{Event, FieldId, FlatEvents, Timestamp, Value};
+use cep_core::{Event, FieldId, FlatEvents, Timestamp, Value};
 
 /// Bytes read at a time for blocks split by a partition
 /// ([`ParallelReader::open_partitioned`]): a block is this much, up to its
@@ -227,7 +227,7 @@ impl Parsed {
 /// # Examples
 /// ```
 /// use cep_core::keys::shard_of;
-/// use cep_core::parallel::Partition;
+/// use cep_io::parallel::Partition;
 /// use cep_core::{Event, Sym, Value};
 /// // By the key in field 0, as a sharded runtime routes it.
 /// let by_key = Partition::by_field(2, 0);
@@ -422,9 +422,10 @@ struct Meta {
 ///
 /// # Examples
 /// ```
-/// use cep_core::parallel::ParallelReader;
-/// use cep_core::read::EventSource;
-/// use cep_core::{Event, Format, Reader};
+/// use cep_io::parallel::ParallelReader;
+/// use cep_io::read::EventSource;
+/// use cep_core::Event;
+/// use cep_io::{Format, Reader};
 ///
 /// let path = std::env::temp_dir().join(format!("cep-parallel-doc-{}.csv", std::process::id()));
 /// let mut text = String::from("ts,price\n");
@@ -672,9 +673,10 @@ impl ParallelReader {
     ///
     /// # Examples
     /// ```
-    /// use cep_core::parallel::{ParallelReader, Partition};
-    /// use cep_core::read::EventSource;
-    /// use cep_core::{Format, Reader, Value};
+    /// use cep_io::parallel::{ParallelReader, Partition};
+    /// use cep_io::read::EventSource;
+    /// use cep_core::Value;
+    /// use cep_io::{Format, Reader};
     ///
     /// let path = std::env::temp_dir().join(format!("cep-take-block-doc-{}.csv", std::process::id()));
     /// let mut text = String::from("ts,key\n");
@@ -723,9 +725,9 @@ impl ParallelReader {
     ///
     /// # Examples
     /// ```
-    /// use cep_core::parallel::ParallelReader;
-    /// use cep_core::read::EventSource;
-    /// use cep_core::{Format, Reader};
+    /// use cep_io::parallel::ParallelReader;
+    /// use cep_io::read::EventSource;
+    /// use cep_io::{Format, Reader};
     ///
     /// let path = std::env::temp_dir().join(format!("cep-take-events-doc-{}.csv", std::process::id()));
     /// let mut text = String::from("ts,key\n");
@@ -1139,7 +1141,7 @@ impl Parser {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::Value;
+    use cep_core::Value;
     use proptest::prelude::*;
 
     /// What a reader yields, with rows, lines and positions: `limit`
@@ -1252,8 +1254,8 @@ mod tests {
     /// past the last counts as the last.
     #[test]
     fn parts_by_field_follow_shard_of() {
-        use crate::Sym;
-        use crate::keys::shard_of;
+        use cep_core::Sym;
+        use cep_core::keys::shard_of;
         let values = (0..300).map(|i| match i % 5 {
             0 => Value::Int(i * 7919 - 1000),
             1 => Value::str(&format!("key{i}")),
