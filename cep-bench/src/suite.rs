@@ -831,18 +831,42 @@ fn runtime_contender(name: &'static str, threads: usize, ticks: Rc<Stream<Tick>>
     })
 }
 
-/// `ticks` through rise_spike on `threads` threads (one: the runner on this
-/// thread; more: the runtime's balanced split, this thread and `threads -
-/// 1` workers, as `Runtime` runs it), each tick filled into one reused
-/// `Event` row (no parsing); its JSON lines appended to `out`. What W5
-/// times, and its examples too.
+/// `ticks` through rise_spike on `threads` threads through the library's
+/// front door, [`Runtime`](cep_runtime::runtime::Runtime) (a job the caller
+/// pushes events to: one thread, the runner on this thread; more, the keys
+/// shared between this thread and `threads - 1` workers), each tick filled
+/// into one reused `Event` row (no parsing); its JSON lines appended to
+/// `out`. What W5 times, and its examples too.
 pub fn runtime_output(ticks: &[Tick], threads: usize, out: &mut Vec<u8>) {
-    if threads <= 1 {
-        return one_thread_output(ticks, out);
+    use cep_runtime::runtime::{Output, Runtime};
+    let lines = std::sync::Arc::new(parking_lot::Mutex::new(std::mem::take(out)));
+    let mut rt = Runtime::builder()
+        .schema(w1::schema())
+        .query(w1::RISE_SPIKE)
+        .threads(threads.max(1))
+        .build(Output::Writer(Box::new(SharedBytes(lines.clone()))))
+        .expect("rise_spike compiles");
+    let (mut e, tick) = (Event::default(), Sym::new("Tick"));
+    for t in ticks {
+        w1::fill(&mut e, t, tick);
+        rt.push(&e).expect("events in order");
     }
-    let slices = (0..ShardedRunner::slices_for(threads)).map(|_| rise_spike_runner()).collect();
-    let r = ShardedRunner::balanced(cep_runtime::Runner::new(Vec::new()), slices, threads - 1);
-    sharded_pass(r, ticks, out);
+    rt.finish().expect("no output to fail");
+    *out = std::mem::take(&mut *lines.lock());
+}
+
+/// Bytes written through a lock, for an output that must be `'static`.
+struct SharedBytes(std::sync::Arc<parking_lot::Mutex<Vec<u8>>>);
+
+impl Write for SharedBytes {
+    fn write(&mut self, buf: &[u8]) -> io::Result<usize> {
+        self.0.lock().extend_from_slice(buf);
+        Ok(buf.len())
+    }
+
+    fn flush(&mut self) -> io::Result<()> {
+        Ok(())
+    }
 }
 
 /// `ticks` through rise_spike on `shards` shard threads, each with its
@@ -870,19 +894,6 @@ pub fn rise_spike_runner() -> cep_runtime::Runner {
     cep_runtime::Runner::new(progs)
 }
 
-/// `ticks` through a rise_spike runner on this thread, each filled into
-/// one reused `Event` row; its JSON lines appended to `out`.
-fn one_thread_output(ticks: &[Tick], out: &mut Vec<u8>) {
-    let mut r = rise_spike_runner();
-    let (mut e, tick) = (Event::default(), Sym::new("Tick"));
-    let mut sink = cep_runtime::JsonLines::new(out);
-    for t in ticks {
-        w1::fill(&mut e, t, tick);
-        r.push(&e, &mut sink).expect("events in order");
-    }
-    r.finish(&mut sink).expect("no output to fail");
-}
-
 /// What two threads could give here at best without parsing: the ticks
 /// split by key in two, each half run by its own one-thread runner on its
 /// own thread at the same time (no routing, no channel).
@@ -896,7 +907,7 @@ fn runtime_split_contender(name: &'static str, ticks: Rc<Stream<Tick>>) -> Conte
                 let outs = std::thread::scope(|scope| {
                     let run = |half: &[Tick]| {
                         let mut out = Vec::new();
-                        one_thread_output(half, &mut out);
+                        runtime_output(half, 1, &mut out);
                         out
                     };
                     let threads: Vec<_> = halves.iter().map(|h| scope.spawn(move || run(h))).collect();

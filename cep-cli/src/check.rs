@@ -6,6 +6,8 @@ use cep_core::{Event, Schema};
 use clap::Args;
 
 use crate::Failure;
+use cep_io::EventSource;
+
 use crate::input::{compile_query, open_events, read_failure, time_unit};
 
 /// Options of `cep check`.

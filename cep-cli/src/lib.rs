@@ -4,14 +4,11 @@ use std::process::ExitCode;
 
 use clap::{Parser, Subcommand};
 
-pub mod check;
-pub mod demo;
-pub mod input;
-pub mod output;
-pub mod progress;
+mod check;
+mod demo;
+mod input;
+mod progress;
 pub mod run;
-pub mod split;
-pub mod stream;
 
 /// Complex event processing: match patterns over event streams.
 #[derive(Debug, Parser)]

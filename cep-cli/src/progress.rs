@@ -8,7 +8,7 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 
-use crate::input::BytesRead;
+use cep_io::input::BytesRead;
 
 /// The progress of reading one input file.
 #[derive(Debug)]
@@ -26,7 +26,7 @@ impl Progress {
     /// A progress line for `--events path`, or `None` for a stream, an
     /// unreadable file, or stderr not on a terminal.
     pub fn for_input(path: &str) -> Option<Progress> {
-        if crate::input::is_stream(path) || !std::io::stderr().is_terminal() {
+        if cep_io::input::is_stream(path) || !std::io::stderr().is_terminal() {
             return None;
         }
         let size = std::fs::metadata(path).ok()?.len();
@@ -70,5 +70,15 @@ impl Progress {
             eprint!("\r\x1b[K");
             self.drawn = false;
         }
+    }
+}
+
+impl cep_runtime::job::Progress for Progress {
+    fn rows_read(&mut self, from: u64, to: u64) {
+        Progress::rows_read(self, from, to);
+    }
+
+    fn done(&mut self) {
+        Progress::done(self);
     }
 }

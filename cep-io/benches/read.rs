@@ -13,9 +13,9 @@
 use std::hint::black_box;
 use std::time::Duration;
 
+use cep_core::Event;
 use cep_io::parallel::ParallelReader;
 use cep_io::read::EventSource;
-use cep_core::Event;
 use cep_io::{Format, Reader};
 use criterion::{BenchmarkId, Criterion, Throughput, criterion_group, criterion_main};
 

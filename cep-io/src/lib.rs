@@ -1,7 +1,13 @@
 #![doc = include_str!("../README.md")]
 
+pub mod input;
+pub mod memory;
+pub mod output;
 pub mod parallel;
 pub mod read;
+pub mod stream;
 
+pub use input::{FileInput, ReadAhead};
+pub use output::{FileOutput, LineSink};
 pub use parallel::ParallelReader;
 pub use read::{EventSource, Format, InputPosition, ReadError, ReadErrorKind, Reader};

@@ -84,8 +84,8 @@ use std::sync::mpsc;
 
 use crossbeam_channel::{Receiver, Sender, TryRecvError, select, unbounded};
 
-use cep_core::keys::shard_cached;
 use crate::read::{EventSource, Format, InputPosition, MAX_LINE_LEN, ReadError, ReadErrorKind, Reader, StrCache};
+use cep_core::keys::shard_cached;
 use cep_core::{Event, FieldId, FlatEvents, Timestamp, Value};
 
 /// Bytes read at a time for blocks split by a partition

@@ -585,8 +585,11 @@ impl<R: BufRead> Reader<R> {
     }
 }
 
-/// What events are read from: a [`Reader`], or a
-/// [`ParallelReader`](crate::parallel::ParallelReader) over a file.
+/// What a job reads events from: a [`Reader`], a
+/// [`ParallelReader`](crate::parallel::ParallelReader) over a file, a
+/// stream ([`FileInput`](crate::input::FileInput) over stdin), events in
+/// memory ([`IterSource`](crate::memory::IterSource),
+/// [`ChannelSource`](crate::memory::ChannelSource)).
 pub trait EventSource {
     /// Reads the next event into `event` (see [`Reader::next_event`]).
     fn next_event(&mut self, event: &mut Event) -> Result<bool, ReadError>;
@@ -607,6 +610,18 @@ pub trait EventSource {
         _admit: &mut dyn FnMut(&crate::parallel::BlockInfo) -> bool,
     ) -> Option<std::sync::Arc<crate::parallel::PartedBlock>> {
         None
+    }
+
+    /// Whether the next event would wait for input (a stream that has
+    /// nothing more yet): the job then sends out every match so far. A file
+    /// never waits (the default).
+    fn would_wait(&self) -> bool {
+        false
+    }
+
+    /// Waits up to `timeout` for input; whether some came (or the end).
+    fn wait(&mut self, _timeout: std::time::Duration) -> bool {
+        true
     }
 
     /// The next block of events whole, if this source was read in blocks

@@ -1,6 +1,7 @@
 #![doc = include_str!("../README.md")]
 
 pub mod checkpoint;
+pub mod job;
 mod order;
 pub mod runtime;
 pub mod shard;

@@ -9,21 +9,21 @@
 //! contract's lines in either case: to a writer, a callback, or a channel.
 //! (For matches as typed values, drive a [`Runner`] with a [`Sink`](crate::Sink).)
 
+use std::collections::HashMap;
 use std::io::{self, Write};
 
-use std::collections::HashMap;
-
 use cep_core::{Event, Schema, TimeUnit, Timestamp, Value};
-use cep_index::{Alert, LevelIndex};
-use cep_nfa::compile::{Options, compile};
-use cep_nfa::program::Program;
+use cep_index::Alert;
+use cep_io::LineSink;
+use cep_io::output::LineSplitter;
 use cep_nfa::select::EngineChoice;
 use cep_nfa::stack::Construction;
 use cep_time::LatePolicy;
 use crossbeam_channel::Sender;
 
-use crate::shard::{ShardedRunner, shard_of};
-use crate::{JsonLines, LEVEL_KEY_FIELD, MASK_QUERIES, PushError, QueryInfo, Runner, Summary};
+use crate::job::{Driver, Job, JobError, JobErrorKind, JobSpec, QueryText};
+use crate::shard::shard_of;
+use crate::{JsonLines, PushError, QueryInfo, Runner, Summary};
 
 /// Where a [`Runtime`] writes its output lines.
 pub enum Output {
@@ -46,66 +46,32 @@ impl std::fmt::Debug for Output {
     }
 }
 
-/// Cuts a byte stream written in arbitrary pieces into whole lines: what a
-/// writer that acts per line needs (a line callback, a channel, dropping
-/// lines already written after a resume).
-///
-/// # Examples
-/// ```
-/// use cep_runtime::runtime::LineSplitter;
-/// let mut lines = LineSplitter::default();
-/// let mut got = Vec::new();
-/// for piece in ["{\"a\":1}\n{\"b", "\":2}\n{\"c"] {
-///     lines.split(piece.as_bytes(), |l| Ok(got.push(String::from_utf8(l.to_vec()).unwrap()))).unwrap();
-/// }
-/// assert_eq!(got, ["{\"a\":1}\n", "{\"b\":2}\n"]);
-/// assert_eq!(lines.take_partial(), b"{\"c");
-/// ```
-#[derive(Debug, Default)]
-pub struct LineSplitter {
-    partial: Vec<u8>,
-}
-
-impl LineSplitter {
-    /// Appends `buf` and hands every line it completes, newline included,
-    /// to `each`, in order; a line not complete yet waits for more.
-    pub fn split(&mut self, buf: &[u8], mut each: impl FnMut(&[u8]) -> io::Result<()>) -> io::Result<()> {
-        self.partial.extend_from_slice(buf);
-        let mut done = 0;
-        let result = loop {
-            let Some(end) = self.partial[done..].iter().position(|&b| b == b'\n') else { break Ok(()) };
-            let line = &self.partial[done..done + end + 1];
-            done += end + 1;
-            if let Err(e) = each(line) {
-                break Err(e);
-            }
-        };
-        self.partial.drain(..done);
-        result
-    }
-
-    /// Whether no incomplete line is waiting.
-    pub fn is_empty(&self) -> bool {
-        self.partial.is_empty()
-    }
-
-    /// Takes the incomplete line waiting, if any.
-    pub fn take_partial(&mut self) -> Vec<u8> {
-        std::mem::take(&mut self.partial)
-    }
-}
-
 /// Turns written bytes into lines for [`Output::Lines`] and
 /// [`Output::Channel`].
 struct LineOut {
     output: Output,
     lines: LineSplitter,
+    written: u64,
+}
+
+impl LineSink for LineOut {
+    fn written(&self) -> u64 {
+        self.written
+    }
+
+    fn sync(&mut self) -> io::Result<()> {
+        self.flush()
+    }
 }
 
 impl Write for LineOut {
     fn write(&mut self, buf: &[u8]) -> io::Result<usize> {
         let deliver: &mut dyn FnMut(&str) -> io::Result<()> = match &mut self.output {
-            Output::Writer(w) => return w.write(buf),
+            Output::Writer(w) => {
+                let n = w.write(buf)?;
+                self.written += n as u64;
+                return Ok(n);
+            }
             Output::Lines(f) => &mut |line| {
                 f(line);
                 Ok(())
@@ -118,6 +84,7 @@ impl Write for LineOut {
             let text = std::str::from_utf8(&line[..line.len() - 1]).map_err(io::Error::other)?;
             deliver(text)
         })?;
+        self.written += buf.len() as u64;
         Ok(buf.len())
     }
 
@@ -248,98 +215,35 @@ impl RuntimeBuilder {
         self
     }
 
-    /// Compiles the queries and starts the runtime (and its threads).
-    pub fn build(mut self, output: Output) -> Result<Runtime, String> {
-        if self.threads == 0 {
-            return Err("a runtime needs at least one thread".into());
-        }
-        let opts = Options { time_unit: self.time_unit };
-        let programs = |text: &str, schema: &mut Schema| -> Result<Vec<Program<Event>>, String> {
-            if text.trim().is_empty() {
-                return Ok(Vec::new());
-            }
-            compile(text, schema, &opts).map(|c| c.programs).map_err(|d| d.render(text, "query"))
+    /// Compiles the queries and starts the runtime (and its threads): a
+    /// [`Job`] fed by the caller's pushes.
+    pub fn build(self, output: Output) -> Result<Runtime, JobError> {
+        let watched = {
+            let mut w: Vec<String> = self.alerts.iter().map(|a| a.field.clone()).collect();
+            w.sort();
+            w.dedup();
+            w
         };
-        let new_runner = |progs, this: &RuntimeBuilder| -> Result<Runner, String> {
-            let mut r = Runner::with_engines(progs, this.engine, this.construction)?;
-            if let Some(cap) = this.max_partials {
-                r.set_max_partials_per_key(cap);
-            }
-            Ok(r)
-        };
-        let first = programs(&self.queries, &mut self.schema)?;
-        if !self.alerts.is_empty() {
-            self.schema.field(LEVEL_KEY_FIELD);
-            for a in &self.alerts {
-                self.schema.field(&a.field);
-            }
-        }
-        let all_fields: Vec<String> = self.alerts.iter().map(|a| a.field.clone()).collect();
-        let index = |alerts: Vec<Alert>| -> Result<LevelIndex, String> {
-            let mut idx = LevelIndex::new();
-            // Every shard feeds every watched field, so an alert added
-            // later on any shard is fed.
-            for f in &all_fields {
-                idx.watch(f);
-            }
-            idx.add_all(alerts).map_err(|e| e.to_string())?;
-            Ok(idx)
-        };
-        let out = LineOut { output, lines: LineSplitter::default() };
         let alert_keys = self.alerts.iter().map(|a| (a.id.clone(), a.key)).collect();
-        let mut watched: Vec<String> = self.alerts.iter().map(|a| a.field.clone()).collect();
-        watched.sort();
-        watched.dedup();
-        let pipeline = if self.threads == 1 {
-            let mut r = new_runner(first, &self)?;
-            if !self.alerts.is_empty() {
-                r.set_levels(index(std::mem::take(&mut self.alerts))?, &mut self.schema);
-            }
-            r.set_max_delay(self.max_delay);
-            r.set_late_policy(self.late.clone()).map_err(|e| format!("cannot open the late-event file: {e}"))?;
-            Pipeline::One(Box::new(r), JsonLines::new(out))
-        } else {
-            if first.len() > MASK_QUERIES {
-                return Err(format!("a runtime on several threads runs at most {MASK_QUERIES} queries"));
-            }
-            let slices = if self.ordered { self.threads } else { ShardedRunner::slices_for(self.threads) };
-            let mut shards = vec![new_runner(first, &self)?];
-            for _ in 1..slices {
-                let progs = programs(&self.queries, &mut self.schema.clone())?;
-                shards.push(new_runner(progs, &self)?);
-            }
-            if !self.alerts.is_empty() {
-                for (i, shard) in shards.iter_mut().enumerate() {
-                    let mine = self.alerts.iter().filter(|a| shard_of(&a.key, slices) == i).cloned().collect();
-                    shard.set_levels(index(mine)?, &mut self.schema.clone());
-                }
-            }
-            let mut front = Runner::new(Vec::new());
-            front.set_max_delay(self.max_delay);
-            front.set_late_policy(self.late.clone()).map_err(|e| format!("cannot open the late-event file: {e}"))?;
-            let sharded = if self.ordered {
-                let mut r = ShardedRunner::try_new(front, shards).map_err(|e| format!("cannot start a thread: {e}"))?;
-                r.set_ordered_output().map_err(|e| e.to_string())?;
-                r
-            } else {
-                ShardedRunner::balanced(front, shards, self.threads - 1)
-            };
-            Pipeline::Sharded(Box::new(sharded), out)
-        };
-        Ok(Runtime {
-            pipeline,
-            schema: self.schema,
-            time_unit: self.time_unit,
+        let queries =
+            if self.queries.trim().is_empty() { Vec::new() } else { vec![QueryText::new("query", self.queries)] };
+        let spec = JobSpec {
+            queries,
+            alerts: self.alerts,
+            threads: Some(self.threads),
+            ordered: self.ordered,
+            max_delay: self.max_delay,
+            late: self.late,
             engine: self.engine,
-            alert_keys,
-            watched,
-        })
+            construction: self.construction,
+            max_partials_per_key: self.max_partials,
+            time_unit: self.time_unit,
+            ..JobSpec::default()
+        };
+        let (job, schema) = Job::for_pushing(spec.clone(), self.schema)?;
+        let sink = JsonLines::new(LineOut { output, lines: LineSplitter::default(), written: 0 });
+        Ok(Runtime { job, sink, schema, spec, alert_keys, watched })
     }
-}
-
-enum Pipeline {
-    One(Box<Runner>, JsonLines<LineOut>),
-    Sharded(Box<ShardedRunner>, LineOut),
 }
 
 /// Queries and level alerts over an event stream, on one or more threads
@@ -372,10 +276,10 @@ enum Pipeline {
 /// assert!(lines[0].starts_with(r#"{"query":"pair","key":7,"start":1,"end":4"#));
 /// ```
 pub struct Runtime {
-    pipeline: Pipeline,
+    job: Job,
+    sink: JsonLines<LineOut>,
     schema: Schema,
-    time_unit: TimeUnit,
-    engine: EngineChoice,
+    spec: JobSpec,
     /// Every alert's key, by id (to route changes to its shard).
     alert_keys: HashMap<String, Value>,
     /// The fields alerts watched when the runtime was built.
@@ -384,11 +288,7 @@ pub struct Runtime {
 
 impl std::fmt::Debug for Runtime {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        let threads = match &self.pipeline {
-            Pipeline::One(..) => 1,
-            Pipeline::Sharded(r, _) => r.shards() + 1,
-        };
-        f.debug_struct("Runtime").field("threads", &threads).finish_non_exhaustive()
+        f.debug_struct("Runtime").field("threads", &self.job.threads()).finish_non_exhaustive()
     }
 }
 
@@ -419,18 +319,12 @@ impl Runtime {
 
     /// The queries' names and variables.
     pub fn queries(&self) -> &[QueryInfo] {
-        match &self.pipeline {
-            Pipeline::One(r, _) => r.queries(),
-            Pipeline::Sharded(r, _) => r.queries(),
-        }
+        self.job.queries()
     }
 
     /// Processes one event (see [`Runner::push`]); output so far goes out.
     pub fn push(&mut self, e: &Event) -> Result<(), PushError> {
-        match &mut self.pipeline {
-            Pipeline::One(r, sink) => r.push(e, sink),
-            Pipeline::Sharded(r, out) => r.push(e, out),
-        }
+        self.job.driver.push(e, &mut self.sink)
     }
 
     /// Processes events in order.
@@ -441,10 +335,7 @@ impl Runtime {
     /// Moves the watermark without an event (see
     /// [`Runner::advance_watermark`]).
     pub fn advance_watermark(&mut self, wm: Timestamp) -> Result<(), PushError> {
-        match &mut self.pipeline {
-            Pipeline::One(r, sink) => r.advance_watermark(wm, sink),
-            Pipeline::Sharded(r, out) => r.advance_watermark(wm, out),
-        }
+        self.job.driver.advance_watermark(wm, &mut self.sink)
     }
 
     /// Delivers the output of every event pushed so far: on several
@@ -480,13 +371,9 @@ impl Runtime {
     /// assert!(rx.try_recv().unwrap().starts_with(r#"{"query":"pair","key":7,"start":1,"end":2"#));
     /// ```
     pub fn flush(&mut self) -> Result<(), PushError> {
-        match &mut self.pipeline {
-            Pipeline::One(_, sink) => sink.flush().map_err(PushError::Io),
-            Pipeline::Sharded(r, out) => {
-                r.sync(out)?;
-                out.flush().map_err(PushError::Io)
-            }
-        }
+        self.job.driver.sync(&mut self.sink)?;
+        self.sink.flush()?;
+        self.sink.get_mut().flush().map_err(PushError::Io)
     }
 
     /// Adds queries while events flow: each starts at the current
@@ -494,28 +381,30 @@ impl Runtime {
     /// from now on, never an earlier one. The query may name new fields:
     /// they are added to [`schema`](Self::schema). On several threads the
     /// change travels in band, after every event pushed before it.
-    pub fn add_query(&mut self, text: &str) -> Result<(), String> {
-        let opts = Options { time_unit: self.time_unit };
-        let programs = compile(text, &mut self.schema, &opts).map_err(|d| d.render(text, "query"))?.programs;
+    pub fn add_query(&mut self, text: &str) -> Result<(), JobError> {
+        let spec = JobSpec { queries: vec![QueryText::new("query", text)], ..self.spec.clone() };
+        let compile = |schema: &mut Schema| crate::job::compiled(&spec, schema);
+        let programs = compile(&mut self.schema)?;
         for p in &programs {
-            cep_nfa::select::explain(p, self.engine)?;
+            cep_nfa::select::explain(p, self.spec.engine)
+                .map_err(|e| JobError::from(JobErrorKind::Engine(e.to_string())))?;
         }
-        match &mut self.pipeline {
-            Pipeline::One(r, _) => {
+        let engine_error = |e: String| JobError::from(JobErrorKind::Engine(e));
+        match &mut self.job.driver {
+            Driver::One(r) => {
                 for p in programs {
-                    r.add_query(p)?;
+                    r.add_query(p).map_err(|e| engine_error(e.to_string()))?;
                 }
             }
-            Pipeline::Sharded(r, _) => {
+            Driver::Sharded(r) => {
                 let n = r.slices();
                 let mut per_shard = vec![programs];
                 for _ in 1..n {
-                    let again = compile(text, &mut self.schema.clone(), &opts).map_err(|d| d.render(text, "query"))?;
-                    per_shard.push(again.programs);
+                    per_shard.push(compile(&mut self.schema.clone())?);
                 }
                 while !per_shard[0].is_empty() {
                     let programs = per_shard.iter_mut().map(|ps| ps.remove(0)).collect();
-                    r.add_query(programs)?;
+                    r.add_query(programs).map_err(|e| engine_error(e.to_string()))?;
                 }
             }
         }
@@ -525,33 +414,37 @@ impl Runtime {
     /// Removes the query named `name`: it emits nothing more (see
     /// [`Runner::remove_query`]). False if there is none.
     pub fn remove_query(&mut self, name: &str) -> Result<bool, PushError> {
-        match &mut self.pipeline {
-            Pipeline::One(r, _) => Ok(r.remove_query(name)),
-            Pipeline::Sharded(r, _) => r.remove_query(name),
+        match &mut self.job.driver {
+            Driver::One(r) => Ok(r.remove_query(name)),
+            Driver::Sharded(r) => r.remove_query(name),
         }
     }
 
     /// Adds a level alert while events flow; its field must be one an alert
     /// watched when the runtime was built. It takes its key's last value
     /// as `prev` (see [`LevelIndex::add`]).
-    pub fn add_alert(&mut self, alert: Alert) -> Result<(), String> {
+    pub fn add_alert(&mut self, alert: Alert) -> Result<(), JobError> {
+        let invalid = |message: String| JobError::from(JobErrorKind::Alerts { name: "alert".into(), message });
         if !self.watched.contains(&alert.field) {
-            return Err(format!("no alert watched field `{}` when the runtime was built", alert.field));
+            return Err(invalid(format!("no alert watched field `{}` when the runtime was built", alert.field)));
         }
-        alert.validate().map_err(|e| e.to_string())?;
+        alert.validate().map_err(|e| invalid(e.to_string()))?;
         if self.alert_keys.contains_key(&alert.id) {
-            return Err(cep_index::AlertError::DuplicateId(alert.id).to_string());
+            return Err(invalid(cep_index::AlertError::DuplicateId(alert.id).to_string()));
         }
         self.alert_keys.insert(alert.id.clone(), alert.key);
-        match &mut self.pipeline {
-            Pipeline::One(r, _) => r.levels_mut().expect("alerts were given").add(alert).map_err(|e| e.to_string()),
-            Pipeline::Sharded(r, _) => {
+        match &mut self.job.driver {
+            Driver::One(r) => match r.levels_mut() {
+                Some(idx) => idx.add(alert).map_err(|e| invalid(e.to_string())),
+                None => Err(invalid("this runtime has no level alerts".into())),
+            },
+            Driver::Sharded(r) => {
                 let shard = shard_of(&alert.key, r.slices());
                 let change = move |r: &mut Runner| match r.levels_mut() {
                     Some(idx) => idx.add(alert).map_err(|e| e.to_string()),
                     None => Err("this shard has no level alerts".into()),
                 };
-                r.control(shard, Box::new(change)).map_err(|e| e.to_string())
+                r.control(shard, Box::new(change)).map_err(|e| invalid(e.to_string()))
             }
         }
     }
@@ -559,9 +452,9 @@ impl Runtime {
     /// Removes a level alert; false if there is none with this id.
     pub fn remove_alert(&mut self, id: &str) -> Result<bool, PushError> {
         let Some(key) = self.alert_keys.remove(id) else { return Ok(false) };
-        match &mut self.pipeline {
-            Pipeline::One(r, _) => Ok(r.levels_mut().is_some_and(|idx| idx.remove(id))),
-            Pipeline::Sharded(r, _) => {
+        match &mut self.job.driver {
+            Driver::One(r) => Ok(r.levels_mut().is_some_and(|idx| idx.remove(id))),
+            Driver::Sharded(r) => {
                 let id = id.to_owned();
                 let change = move |r: &mut Runner| {
                     r.levels_mut().map(|idx| idx.remove(&id));
@@ -575,18 +468,10 @@ impl Runtime {
 
     /// Ends the input: every pending match and deadline is settled, all
     /// output delivered, threads joined. Returns the counts.
-    pub fn finish(self) -> io::Result<Summary> {
-        match self.pipeline {
-            Pipeline::One(mut r, mut sink) => {
-                r.finish(&mut sink)?;
-                sink.flush()?;
-                Ok(r.summary().clone())
-            }
-            Pipeline::Sharded(mut r, mut out) => {
-                let s = r.finish(&mut out)?;
-                out.flush()?;
-                Ok(s)
-            }
-        }
+    pub fn finish(mut self) -> io::Result<Summary> {
+        self.job.driver.finish(&mut self.sink)?;
+        self.sink.flush()?;
+        self.sink.get_mut().flush()?;
+        Ok(self.job.summary())
     }
 }

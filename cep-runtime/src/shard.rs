@@ -134,8 +134,8 @@ use std::time::{Duration, Instant};
 
 pub use cep_core::keys::shard_of;
 use cep_core::keys::{int_hash, shard_cached};
-use cep_io::parallel::{ParseJob, PartedBlock, Partition};
 use cep_core::{Event, FieldId, FlatCursor, Timestamp, Value};
+use cep_io::parallel::{ParseJob, PartedBlock, Partition};
 use cep_nfa::program::Program;
 use crossbeam_channel::{
     Receiver, RecvError, RecvTimeoutError, Sender, TryRecvError, TrySendError, bounded, select, unbounded,

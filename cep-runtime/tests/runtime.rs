@@ -206,9 +206,11 @@ fn errors_reach_the_caller() {
     // Bad queries and options are refused with a message.
     let e =
         Runtime::builder().query("PATTERN SEQ(A a, B b) WHERE b.x >").build(Output::Writer(Box::new(std::io::sink())));
-    assert!(e.unwrap_err().contains("query:1:"));
+    let e = e.unwrap_err();
+    assert!(e.to_string().contains("query:1:"), "{e}");
+    assert!(matches!(e.kind(), cep_runtime::job::JobErrorKind::Compile { .. }), "the diagnostics kept: {e:?}");
     let e = Runtime::builder().threads(0).build(Output::Writer(Box::new(std::io::sink())));
-    assert!(e.unwrap_err().contains("at least one thread"));
+    assert!(e.unwrap_err().to_string().contains("at least one thread"));
 }
 
 /// A trailing `NOT`'s quiet period that ended before an event is over

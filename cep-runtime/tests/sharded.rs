@@ -11,11 +11,11 @@ mod support;
 
 use std::time::{Duration, Instant};
 
+use cep_core::{Event, Schema, Sym, Value};
+use cep_index::{Alert, LevelIndex};
 use cep_io::parallel::ParallelReader;
 use cep_io::read::EventSource;
-use cep_core::{Event, Schema, Sym, Value};
 use cep_io::{Format, Reader};
-use cep_index::{Alert, LevelIndex};
 use cep_nfa::compile::{Options, compile};
 use cep_runtime::shard::{ShardedRunner, shard_of};
 use cep_runtime::{JsonLines, Runner};

@@ -1,11 +1,11 @@
-//! A stream (stdin, a pipe) read on a thread of its own, so that `cep run`
+//! A stream (stdin, a pipe) read on a thread of its own, so that a job
 //! can tell when the next record would wait for input.
 //!
 //! Before it waits, every match found so far must be out: the sharded
 //! runtime holds events for a batch and writes its shards' lines when it
 //! next looks, which a thread blocked in `read` never does (`cep run` on
 //! two threads printed a match only when the next event came). And while
-//! it waits, `--idle-timeout` moves the watermark with the wall clock.
+//! it waits, an idle timeout moves the watermark with the wall clock.
 //! So a thread of its own reads the bytes, a chunk at a time as they come,
 //! and the parser reads the chunks: [`StreamInput::would_wait`] says when
 //! no whole line is left and nothing more has come, and
@@ -34,7 +34,7 @@ type Chunk = io::Result<Vec<u8>>;
 /// ```
 /// use std::io::BufRead;
 /// use std::time::Duration;
-/// use cep_cli::stream::StreamInput;
+/// use cep_io::stream::StreamInput;
 ///
 /// let mut s = StreamInput::spawn(&b"a,1\nb,2\n"[..]).unwrap();
 /// let mut lines = Vec::new();

@@ -1,11 +1,14 @@
-//! Where `cep run` writes: stdout or a file, counting bytes so that a
-//! checkpoint can record how much output it covers, and, after a resume,
-//! dropping the lines the crashed run had already written.
+//! Where a job's output lines go: a [`LineSink`] is a writer that counts
+//! its bytes (a checkpoint records how much output it covers) and can make
+//! them durable. [`FileOutput`] is stdout or a file, which after a resume
+//! drops the lines the crashed run had already written; [`LineSplitter`]
+//! cuts bytes written in arbitrary pieces into whole lines, for a writer
+//! that acts per line.
 //!
-//! Resuming with `--out FILE`, the file keeps everything up to its last
+//! Resuming into a file, the file keeps everything up to its last
 //! complete line; the lines after the checkpoint's position were written
 //! by the crashed run after the checkpoint, and the resumed run produces
-//! them again (the engines are deterministic): [`Output`] drops each such
+//! them again (the engines are deterministic): [`FileOutput`] drops each such
 //! line once, by its exact text, so that the file ends up with every line
 //! once. On stdout nothing can be taken back: a resumed run writes again
 //! what followed the checkpoint (matches carry stable ids for a consumer to
@@ -16,11 +19,9 @@ use std::fs::File;
 use std::io::{self, Read, Seek, SeekFrom, Write};
 use std::path::Path;
 
-use cep_runtime::runtime::LineSplitter;
-
-/// The output stream of a run (see the [module](self) docs).
+/// Stdout or a file (see the [module](self) docs).
 #[derive(Debug)]
-pub struct Output {
+pub struct FileOutput {
     target: Target,
     /// Bytes in the output so far (the file's length).
     written: u64,
@@ -36,10 +37,10 @@ enum Target {
     File(File),
 }
 
-impl Output {
+impl FileOutput {
     /// Standard output.
-    pub fn stdout() -> Output {
-        Output {
+    pub fn stdout() -> FileOutput {
+        FileOutput {
             target: Target::Stdout(io::stdout()),
             written: 0,
             seen: HashMap::new(),
@@ -48,8 +49,8 @@ impl Output {
     }
 
     /// A new (truncated) file.
-    pub fn create(path: &Path) -> io::Result<Output> {
-        Ok(Output {
+    pub fn create(path: &Path) -> io::Result<FileOutput> {
+        Ok(FileOutput {
             target: Target::File(File::create(path)?),
             written: 0,
             seen: HashMap::new(),
@@ -64,16 +65,16 @@ impl Output {
     /// # Examples
     /// ```
     /// use std::io::Write;
-    /// use cep_cli::output::Output;
+    /// use cep_io::output::FileOutput;
     /// let path = std::env::temp_dir().join(format!("cep-output-doc-{}", std::process::id()));
     /// std::fs::write(&path, "a\nb\nc\npartial").unwrap(); // the checkpoint covered "a\n"
-    /// let mut out = Output::resume(&path, 2).unwrap();
+    /// let mut out = FileOutput::resume(&path, 2).unwrap();
     /// out.write_all(b"b\nc\nd\n").unwrap(); // the resumed run writes b and c again
     /// out.flush().unwrap();
     /// assert_eq!(std::fs::read_to_string(&path).unwrap(), "a\nb\nc\nd\n");
     /// # std::fs::remove_file(&path).unwrap();
     /// ```
-    pub fn resume(path: &Path, at: u64) -> io::Result<Output> {
+    pub fn resume(path: &Path, at: u64) -> io::Result<FileOutput> {
         let mut file = std::fs::OpenOptions::new().read(true).write(true).create(true).truncate(false).open(path)?;
         let mut text = Vec::new();
         file.read_to_end(&mut text)?;
@@ -90,7 +91,7 @@ impl Output {
         }
         file.set_len(whole as u64)?;
         file.seek(SeekFrom::End(0))?;
-        Ok(Output { target: Target::File(file), written: whole as u64, seen, lines: LineSplitter::default() })
+        Ok(FileOutput { target: Target::File(file), written: whole as u64, seen, lines: LineSplitter::default() })
     }
 
     /// Bytes in the output so far.
@@ -122,13 +123,13 @@ fn put(target: &mut Target, written: &mut u64, bytes: &[u8]) -> io::Result<()> {
     Ok(())
 }
 
-impl Write for Output {
+impl Write for FileOutput {
     fn write(&mut self, buf: &[u8]) -> io::Result<usize> {
         if self.seen.is_empty() && self.lines.is_empty() {
             self.put(buf)?;
             return Ok(buf.len());
         }
-        let Output { target, written, seen, lines } = self;
+        let FileOutput { target, written, seen, lines } = self;
         lines.split(buf, |line| match seen.get_mut(line) {
             Some(n) => {
                 *n -= 1;
@@ -151,5 +152,103 @@ impl Write for Output {
             Target::Stdout(s) => s.flush(),
             Target::File(f) => f.flush(),
         }
+    }
+}
+
+/// Where a job writes its lines: bytes, counted, that can be made durable.
+pub trait LineSink: Write {
+    /// Bytes written so far (a resumed file counts the bytes it kept).
+    fn written(&self) -> u64;
+    /// Makes what was written durable (flushed; a file synced).
+    fn sync(&mut self) -> io::Result<()>;
+}
+
+impl LineSink for FileOutput {
+    fn written(&self) -> u64 {
+        FileOutput::written(self)
+    }
+
+    fn sync(&mut self) -> io::Result<()> {
+        FileOutput::sync(self)
+    }
+}
+
+/// A `Vec<u8>` collects the lines (tests, examples).
+impl LineSink for Vec<u8> {
+    fn written(&self) -> u64 {
+        self.len() as u64
+    }
+
+    fn sync(&mut self) -> io::Result<()> {
+        Ok(())
+    }
+}
+
+impl<S: LineSink + ?Sized> LineSink for &mut S {
+    fn written(&self) -> u64 {
+        (**self).written()
+    }
+
+    fn sync(&mut self) -> io::Result<()> {
+        (**self).sync()
+    }
+}
+
+impl<S: LineSink + ?Sized> LineSink for Box<S> {
+    fn written(&self) -> u64 {
+        (**self).written()
+    }
+
+    fn sync(&mut self) -> io::Result<()> {
+        (**self).sync()
+    }
+}
+
+/// Cuts a byte stream written in arbitrary pieces into whole lines: what a
+/// writer that acts per line needs (a line callback, a channel, dropping
+/// lines already written after a resume).
+///
+/// # Examples
+/// ```
+/// use cep_io::output::LineSplitter;
+/// let mut lines = LineSplitter::default();
+/// let mut got = Vec::new();
+/// for piece in ["{\"a\":1}\n{\"b", "\":2}\n{\"c"] {
+///     lines.split(piece.as_bytes(), |l| Ok(got.push(String::from_utf8(l.to_vec()).unwrap()))).unwrap();
+/// }
+/// assert_eq!(got, ["{\"a\":1}\n", "{\"b\":2}\n"]);
+/// assert_eq!(lines.take_partial(), b"{\"c");
+/// ```
+#[derive(Debug, Default)]
+pub struct LineSplitter {
+    partial: Vec<u8>,
+}
+
+impl LineSplitter {
+    /// Appends `buf` and hands every line it completes, newline included,
+    /// to `each`, in order; a line not complete yet waits for more.
+    pub fn split(&mut self, buf: &[u8], mut each: impl FnMut(&[u8]) -> io::Result<()>) -> io::Result<()> {
+        self.partial.extend_from_slice(buf);
+        let mut done = 0;
+        let result = loop {
+            let Some(end) = self.partial[done..].iter().position(|&b| b == b'\n') else { break Ok(()) };
+            let line = &self.partial[done..done + end + 1];
+            done += end + 1;
+            if let Err(e) = each(line) {
+                break Err(e);
+            }
+        };
+        self.partial.drain(..done);
+        result
+    }
+
+    /// Whether no incomplete line is waiting.
+    pub fn is_empty(&self) -> bool {
+        self.partial.is_empty()
+    }
+
+    /// Takes the incomplete line waiting, if any.
+    pub fn take_partial(&mut self) -> Vec<u8> {
+        std::mem::take(&mut self.partial)
     }
 }

@@ -1,7 +1,7 @@
-//! How `cep run` shares a file's work among more than one thread
-//! (`--parallel`): the queries on N shards by key, each shard also parsing
-//! (`shards`), or the queries on one thread while the others parse
-//! (`pipeline`). `auto` times both kinds of work on the rows read ahead and
+//! How a job shares a file's work among more than one thread
+//! ([`Split`](super::Split)): the queries on N shards by key, each shard
+//! also parsing, or the queries on one thread while the others parse (the
+//! pipeline). `Auto` times both kinds of work on the rows read ahead and
 //! takes the one that should finish first.
 //!
 //! Sharding splits the queries' work too, but costs about a fifth more
@@ -16,37 +16,12 @@
 //! copies of the query 0.335, 0.192 and 0.225 s, with four 0.492, 0.266
 //! and 0.446 s (`auto` took the faster each time).
 
-use std::io::{Read, Seek, SeekFrom};
 use std::time::{Duration, Instant};
 
-use cep_io::read::InputPosition;
 use cep_core::{Event, Match};
-use cep_runtime::{QueryInfo, Runner};
+use cep_io::{FileInput, ReadAhead};
 
-use crate::Failure;
-use crate::input::{Input, Prefix};
-
-/// `--parallel`.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Split {
-    Auto,
-    Shards,
-    Pipeline,
-}
-
-impl Split {
-    /// Parses `--parallel`.
-    pub fn parse(s: &str) -> Result<Split, Failure> {
-        match s {
-            "auto" => Ok(Split::Auto),
-            "shards" => Ok(Split::Shards),
-            "pipeline" => Ok(Split::Pipeline),
-            other => {
-                Err(Failure::bad_input(format!("unknown --parallel `{other}`: expected auto, shards or pipeline")))
-            }
-        }
-    }
-}
+use crate::{QueryInfo, Runner};
 
 /// Fewer rows read ahead than this say too little to time: shards.
 const MIN_ROWS: usize = 1000;
@@ -79,15 +54,14 @@ const QUERY_THREAD: f64 = 1.2;
 /// `input` stood before them) and running them through `scratch` again
 /// after a first pass, shifted in event time to follow themselves.
 #[derive(Clone, Copy, Debug)]
-pub struct Costs {
+pub(crate) struct Costs {
     pub parse: Duration,
     pub queries: Duration,
 }
 
 impl Costs {
-    /// Times the rows of `prefix`, read by `input` from `start` in the file
-    /// at `path`; `None` when there are too few, or the file cannot be read
-    /// again.
+    /// Times the rows `ahead` that `input` read; `None` when there are too
+    /// few, or the file cannot be read again.
     ///
     /// The caller keeps `scratch` until the run ends: dropped before the
     /// shards' runners were built, its memory went to them and made them
@@ -100,26 +74,20 @@ impl Costs {
     /// the timing is worth (1,000,000 alerts: about half a second). They
     /// cost a tick about one cache line when it crosses no edge, so a run
     /// with many alerts may count as lighter than it is.
-    pub fn measure(
-        path: &str,
-        input: &Input,
-        start: InputPosition,
-        prefix: &Prefix,
-        scratch: &mut Runner,
-    ) -> Option<Costs> {
-        let rows = prefix.events.len();
+    pub(crate) fn measure(input: &FileInput, ahead: &ReadAhead, scratch: &mut Runner) -> Option<Costs> {
+        let rows = ahead.events.len();
         if rows < MIN_ROWS {
             return None;
         }
-        let parse = parse_again(path, input, start)? / rows as u32;
-        let queries = run_twice(&prefix.events, scratch) / rows as u32;
+        let parse = input.parse_time(ahead.start)? / rows as u32;
+        let queries = run_twice(&ahead.events, scratch) / rows as u32;
         Some(Costs { parse, queries })
     }
 
     /// Whether the pipeline's query thread would take less time per event
     /// than `threads` shards (see `SHARD_COST`). On two threads: queries
     /// that cost under about 0.8 times the parsing; on four, 0.2 times.
-    pub fn pipeline_is_faster(&self, threads: usize) -> bool {
+    pub(crate) fn pipeline_is_faster(&self, threads: usize) -> bool {
         let (p, q) = (self.parse.as_secs_f64(), self.queries.as_secs_f64());
         QUERY_THREAD * (q + HANDOFF * p) <= (p + q + SHARD_COST * p) / threads as f64
     }
@@ -130,28 +98,6 @@ impl std::fmt::Display for Costs {
         let (parse, queries) = (self.parse.as_nanos(), self.queries.as_nanos());
         write!(f, "timed on the rows read ahead: parsing {parse} ns a row, the queries {queries} ns an event")
     }
-}
-
-/// How long parsing the bytes of `input` from `start` to where it stands
-/// now takes a reader reopened there, by a second read of the file.
-fn parse_again(path: &str, input: &Input, start: InputPosition) -> Option<Duration> {
-    let end = input.position().byte;
-    let mut bytes = vec![0; usize::try_from(end.checked_sub(start.byte)?).ok()?];
-    let mut f = std::fs::File::open(path).ok()?;
-    f.seek(SeekFrom::Start(start.byte)).ok()?;
-    f.read_exact(&mut bytes).ok()?;
-    let mut again = input.reopen(&bytes[..], start);
-    let mut e = Event::default();
-    let t = Instant::now();
-    loop {
-        match again.next_event(&mut e) {
-            Ok(true) => {}
-            Ok(false) => break,
-            Err(err) if err.is_bad_row() => {}
-            Err(_) => return None,
-        }
-    }
-    Some(t.elapsed())
 }
 
 /// How long `scratch` takes to run `events` a second time, after a first
@@ -194,13 +140,5 @@ mod tests {
         // More threads need lighter queries still.
         assert!(!costs(44, 24).pipeline_is_faster(4));
         assert!(costs(100, 5).pipeline_is_faster(4));
-    }
-
-    #[test]
-    fn parallel_parses_its_three_words() {
-        assert_eq!(Split::parse("auto").unwrap(), Split::Auto);
-        assert_eq!(Split::parse("shards").unwrap(), Split::Shards);
-        assert_eq!(Split::parse("pipeline").unwrap(), Split::Pipeline);
-        assert!(Split::parse("both").is_err());
     }
 }
