@@ -14,22 +14,18 @@
 //!      --> the caller: blocks taken back in order, rows and lines renumbered
 //! ```
 //!
-//! Parsing is most of the cost of reading (W1: about 100 ns of the 150 ns
-//! a row takes `cep run` on one thread), and a block can be parsed without
+//! Parsing is most of the cost of reading (see docs/perf-log.md,
+//! 2026-12-01, W5-cli), and a block can be parsed without
 //! the ones before it once it is known where a record starts. Only the
 //! cutter reads the whole file, with a scan for newlines (and, for CSV
 //! blocks holding a quote, for quotes).
 //!
 //! The cutter runs on the caller's thread, not a thread of its own: it
 //! reads a block each time the caller is done with one, so the blocks
-//! ahead stay as many without a thread to wake per block. `cep run
-//! --threads 2` on the 3 M-row W1 CSV, two cores, where a cutter thread
-//! woke for every block and preempted a shard to run: context switches 592
-//! / 690 voluntary / involuntary → 185 / 197, CPU 0.250 → 0.243 s, the wall
-//! time within the noise on shards; one query thread beside one parser
-//! thread (`--parallel pipeline`), with no third thread to share the cores
-//! with, 0.142 → 0.126 s. (Each parse job cutting its own block under a
-//! lock instead, so that the caller does no reads, was slower both ways.)
+//! ahead stay as many without a thread to wake per block. On two cores a
+//! cutter thread of its own preempted the threads that parse and run the
+//! queries; a parse job that cuts its own block under a lock was slower
+//! too (see docs/perf-log.md, 2026-12-04, W5 through `cep run`).
 //!
 //! Who parses is open: a block is a [`ParseJob`] on a channel that the
 //! reader's own parser threads (any number, even none) take from, and so
@@ -39,17 +35,16 @@
 //! runtime's shards take from it too whenever they have no events to run
 //! (`cep_runtime::ShardedRunner::help_parse`): with as many shards as
 //! cores, the shards do all the parsing and no parser thread competes with
-//! them for the cores (`cep run --threads 2` on two cores: half the context
-//! switches).
+//! them for the cores.
 //!
 //! The blocks are read with the fields the reader it continues knew when it
 //! was opened: for JSON lines, a key none of them names is checked but not
 //! kept (`Reader::fix_fields`). A block's reader has a copy of the schema,
-//! so the ids it gave new keys were its own (the same id for different keys
-//! in different blocks), which no caller could name; and every event of a
-//! block whose rows each bring a new key grew to the width of all the keys
-//! before it (`cep run` on 20,000 such rows: 2.1 GB, against 140 MB read by
-//! one thread; now 140 MB).
+//! so the ids it gave new keys would be its own (the same id for different
+//! keys in different blocks), which no caller could name; and every event
+//! of a block whose rows each bring a new key would grow to the width of
+//! all the keys before it (see docs/perf-log.md, 2026-12-02, JSON lines
+//! with new keys).
 //!
 //! At most a few blocks are ahead of the caller (the cutter reads a block
 //! when the caller has finished one), so memory stays
@@ -63,17 +58,15 @@
 //! runtime's shard of each event — into one [`FlatEvents`] per part, and
 //! [`ParallelReader::take_block`] hands a whole block on (in an `Arc`: each
 //! part to its own consumer thread, the block back to the parsers when the
-//! last is done with it). The caller then does nothing per event: for
-//! `cep run --threads 2` on W1 the thread that handed each event to its
-//! shard — a copy into the shard's batch, about a third of the CPU the
-//! sharded path added — has nothing left to do (wall time of the 3 M-row
-//! CSV, medians of 15 runs alternating with the build before: 0.220 →
-//! 0.200 s; CPU 0.37 → 0.32 s). Each event is parsed into one event reused
-//! for the whole block and then copied flat into its part, not parsed into
-//! an event of its own: the blocks wait in the shards' queues, and parsing
-//! into events whose field vectors had last been read by another core made
-//! parsing itself twice as slow. Reading event by event (the blocks a caller
-//! does not take) gives what the unpartitioned reader gives.
+//! last is done with it). The caller then does nothing per event, where
+//! handing each event to its shard was about a third of the CPU that
+//! sharding added (see docs/perf-log.md, 2026-12-01, partitioned blocks).
+//! Each event is parsed into one event reused for the whole block and then
+//! copied flat into its part, not parsed into an event of its own: the
+//! blocks wait in the shards' queues, and parsing into events whose field
+//! vectors had last been read by another core made parsing itself twice as
+//! slow. Reading event by event (the blocks a caller does not take) gives
+//! what the unpartitioned reader gives.
 
 use std::collections::BTreeMap;
 use std::fs::File;
@@ -90,30 +83,23 @@ use cep_core::{Event, FieldId, FlatEvents, Timestamp, Value};
 
 /// Bytes read at a time for blocks split by a partition
 /// ([`ParallelReader::open_partitioned`]): a block is this much, up to its
-/// last record. Each goes to every shard whole, and costs
-/// each of them a turn (W1 with `--threads 2 --parallel shards`: 32 KiB
-/// blocks took 0.219 s, 64 KiB 0.196, 256 KiB 0.141).
+/// last record. Each goes to every shard whole and costs each of them a
+/// turn, so smaller blocks are slower (see docs/perf-log.md, 2026-12-04, W5
+/// met).
 pub const BLOCK: usize = 256 << 10;
 
 /// Bytes read at a time for blocks read without a partition
 /// ([`ParallelReader::open`]), by the one thread that takes every event. Smaller than [`BLOCK`]: a block's parsed
 /// events (about 110 bytes each on W1, four times the text) pass through
-/// that thread's cache, and while several 256 KiB blocks' worth (several
-/// MB) went round, they pushed out the per-key state of the queries it
-/// runs. `cep run --threads 2 --parallel pipeline` on the W1 CSV, 11
-/// alternating rounds, medians: 0.1255 s with 256 KiB blocks (the engine's
-/// look-ahead stalls on that state took nearly three times the samples
-/// they take on `--threads 1`), 0.1215 s with 32 KiB; 32 KiB with 4 or 6
-/// blocks ahead instead of 5, 48 KiB and 64 KiB: between the two. With 16
-/// KiB, the parser thread often waited for a block and the wake-ups cost
-/// more than the cache gave back.
+/// that thread's cache, and several 256 KiB blocks' worth (several MB)
+/// would push out the per-key state of the queries it runs. With 16 KiB,
+/// the parser thread often waits for a block and the wake-ups cost more
+/// than the cache gives back (see docs/perf-log.md, 2026-12-04, W5 met).
 pub const EVENT_BLOCK: usize = 32 << 10;
 
 /// Parsed blocks handed back for reuse, the last handed back taken first:
 /// the memory most recently read is rewritten, so the blocks that go round
-/// are as few as are in use at once, not all that were ever made (with 32
-/// KiB blocks, 0.1249 → 0.1224 s against first in, first out, in the
-/// measurement of [`EVENT_BLOCK`]).
+/// are as few as are in use at once, not all that were ever made.
 #[derive(Clone, Default)]
 struct Pool(Arc<parking_lot::Mutex<Vec<Parsed>>>);
 
@@ -261,7 +247,7 @@ impl Partition {
     }
 
     /// `parts` parts (at least one) by the value of field `field`: an
-    /// event goes to part [`shard_of`](crate::keys::shard_of) its value
+    /// event goes to part [`shard_of`](cep_core::keys::shard_of) its value
     /// among `parts` (of NULL when it has no such field), which is where a
     /// sharded runtime with `parts` shards routes it.
     pub fn by_field(parts: usize, field: FieldId) -> Partition {

@@ -3,81 +3,18 @@
 //! A [`Reader`] turns a byte stream into [`Event`]s, one at a time, into an
 //! `Event` the caller reuses, and fills a [`Schema`] as it goes.
 //!
-//! # CSV
+//! How the two formats are read — the header, how a cell is typed, what
+//! makes a bad row or a fatal error, byte order marks, line limits and
+//! line numbers — is the contract's reading, and is written down in
+//! `docs/semantics.md` at the workspace root, under "Input". Errors are
+//! [`ReadError`]s: a bad row ([`ReadErrorKind::BadRow`]) lets reading go on
+//! with the next row, a fatal error ([`ReadErrorKind::Fatal`]) is returned
+//! again by every later call. A line may be at most [`MAX_LINE_LEN`] bytes.
 //!
-//! - The first record is the header. It must name a `ts` column; a `type`
-//!   column is optional; every other column becomes a field, registered in
-//!   column order, and the field set is then closed. Header names are trimmed
-//!   of surrounding whitespace; an empty or duplicate name is a fatal error
-//!   (found with a hash set: a header of 100,000 columns reads in
-//!   milliseconds).
-//!   Without a `type` column every event has type `Event`, so the schema is
-//!   declared complete from the start.
-//! - A cell is trimmed of surrounding ASCII whitespace, then typed
-//!   (LANGUAGE.md §1: an int if it is an integer literal, else a float if it
-//!   is a float literal, else a bool, else a string; no cell value makes a
-//!   bad row):
-//!   - an integer literal `[+-]?[0-9]+` that fits an `i64` is an int;
-//!   - a decimal float literal `[+-]?(digits[.digits*]|.digits)([eE][+-]?digits)?`,
-//!     or an integer literal beyond the `i64` range, is a float: the `f64`
-//!     nearest to it;
-//!   - such a literal whose value is beyond the `f64` range (`1e400`,
-//!     `-1e999`, an integer of 310 digits) is a string holding its text:
-//!     values are finite floats, and the contract makes no bad row of a
-//!     cell's value;
-//!   - exactly `true` / `false` are bools;
-//!   - anything else is a string, words such as `nan`, `inf` or `Infinity`
-//!     included (they are not float literals, though Rust's `f64::from_str`
-//!     takes them; it is only called on text that has the literal's form).
-//!
-//!   The trimmed text is what is kept, so a cell holding only whitespace is
-//!   empty, and an empty cell is NULL (a missing field).
-//! - `ts` must be an integer literal that fits an `i64`; an empty `type` cell
-//!   means type `Event`.
-//! - A row with the wrong number of cells, a bad `ts`, a quoted cell still
-//!   open at the end of the input or invalid UTF-8 is a bad row
-//!   ([`ReadErrorKind::BadRow`]); reading can go on with the next row. Blank
-//!   lines are skipped and are not rows; a row's line is its own, after any
-//!   blank lines before it.
-//! - A record ends at a `\n` outside quotes; a `\r` before it (CRLF files)
-//!   belongs to the last cell, which trimming drops. A lone `\r` does not end
-//!   a record. A quote left open runs to the end of the input: that last
-//!   record is a bad row reported on the line it starts on ("unterminated
-//!   quoted field"), instead of an event whose cell swallowed the rows after
-//!   it. In the header it is a fatal error.
-//!
-//! # JSON lines
-//!
-//! - One object per line; lines holding only whitespace are skipped and are
-//!   not rows. `ts` must be a JSON integer that fits an `i64` (`1.0`, `1e3`,
-//!   strings and out-of-range integers are bad rows; `null` counts as
-//!   missing). `type` is an optional string; `null` or `""` mean `Event`.
-//! - Other keys are fields, registered on first sight (the field set stays
-//!   open). An event holds its fields up to the last one it has, not the
-//!   schema's width ([`Event::get`] reads a field past the end as NULL), so a
-//!   row costs what it holds however many keys came before it. Integers are ints (beyond `i64`, a bad row), other numbers floats
-//!   (serde_json rejects numbers that overflow an `f64`), then bools, strings
-//!   and `null` (NULL). Arrays and objects as values are a bad row. When a key
-//!   repeats, the last value wins.
-//! - Invalid JSON, or JSON that is not an object, is a bad row.
-//!
-//! # Both formats
-//!
-//! - A UTF-8 byte order mark at the very start of the input is ignored; a
-//!   mark anywhere else is text (in JSON lines, invalid JSON).
-//!   [`Format::sniff`] looks past it too.
-//! - Data rows are numbered from 0 in input order, bad rows included.
-//! - A physical line longer than [`MAX_LINE_LEN`] (64 MiB) is a bad row in JSON
-//!   lines (the line is skipped without being buffered) and a fatal error in
-//!   CSV (the CSV parser cannot resynchronise inside a record).
-//! - I/O errors, a missing or bad CSV header and an empty CSV input are fatal
-//!   ([`ReadErrorKind::Fatal`]); after one, every call returns it again.
-//! - Errors display as `FILE:LINE: message`, LINE being the 1-based physical
-//!   line (the CSV header is line 1) where the bad row starts.
-//! - Nothing panics on any input. In steady state reading a CSV row allocates
-//!   nothing: the record and the event's value vector are reused, and a small
-//!   reader-local cache maps repeated strings to their [`Sym`] without taking
-//!   the global interner's lock.
+//! Nothing panics on any input. In steady state reading a CSV row allocates
+//! nothing: the record and the event's value vector are reused, and a small
+//! reader-local cache maps repeated strings to their [`Sym`] without taking
+//! the global interner's lock.
 
 use std::borrow::Cow;
 use std::fmt;
@@ -108,9 +45,8 @@ const CACHE_MAX_KEY: usize = 128;
 /// is cleared when it reaches this many entries (at most 4 MiB for those
 /// up to 7 bytes, 8 MiB for the others). A key column with more distinct
 /// values than fit looks most of them up in the process's interner, under
-/// its lock: with 100,000 distinct keys and a bound of 16,384, that was a
-/// third of `cep run`'s time. (Every distinct string stays interned for the
-/// life of the process anyway, at about 40 bytes each.)
+/// its lock, which is slow (see docs/perf-log.md, 2026-12-03, string keys).
+/// Every distinct string stays interned for the life of the process anyway.
 const CACHE_MAX_ENTRIES: usize = 1 << 17;
 /// The bound of the map for strings of 16 to [`CACHE_MAX_KEY`] bytes, whose
 /// entries hold a copy of their bytes.
@@ -672,10 +608,9 @@ struct RawError {
 /// packed with its length into a `u128` ([`pack`]), which is both its key
 /// in a map and its tag in a tiny direct-mapped table of recent strings in
 /// front of it: a look-up hashes and compares one integer, and reads no
-/// heap key (with the bytes as the key, two byte-slice compares per cell —
-/// calls to `memcmp` — and the key's heap copy took half the time of `cep
-/// run` on W1 with string keys). Longer strings go through a map keyed by
-/// their bytes.
+/// heap key, where a map keyed by the bytes costs two calls to `memcmp` per
+/// cell (see docs/perf-log.md, 2026-12-01, string keys). Longer strings go
+/// through a map keyed by their bytes.
 ///
 /// Symbols are the process's, so a cache may move from one reader to
 /// another ([`Reader::swap_strings`]): the parallel reader keeps its
@@ -685,10 +620,8 @@ pub(crate) struct StrCache {
     /// packed form [folded](fold) into one word: 16 bytes an entry, half of
     /// what `short` takes. With 5,000 distinct keys the map's entries do
     /// not stay in the nearest caches between two uses, and the load of an
-    /// entry was half of interning's time (W1 with the keys as strings, 3 M
-    /// rows, `cep run --threads 2`: wall 0.324 → 0.283 s and 0.356 → 0.314
-    /// s in two sets of alternating rounds; one thread within the noise,
-    /// its instructions 442.5 M → 440.4 M on 300 k rows).
+    /// entry is most of interning's time (see docs/perf-log.md, 2026-12-03,
+    /// string keys).
     tiny: AHashMap<u64, Sym>,
     /// Strings of 8 to 15 bytes.
     short: AHashMap<u128, Sym>,
@@ -1083,9 +1016,9 @@ fn unterminated_message(names: &[Box<str>], cells: usize) -> String {
 /// Such lines are nearly every line of an event file. Integer cells of up
 /// to 18 digits are read as the scan passes their digits; any other cell is
 /// typed as [`fill_event`] types it. Splitting the cells first and then
-/// typing each (trimming it, telling its kind, reading its digits) went over
-/// each byte three times: `cep run --threads 1` on W1 went from 1,560 to
-/// 1,200 instructions a row (reading alone from about 950 to 650).
+/// typing each (trimming it, telling its kind, reading its digits) goes over
+/// each byte three times (see docs/perf-log.md, 2026-12-03, CSV simple
+/// lines).
 #[allow(clippy::too_many_arguments)]
 #[inline]
 fn simple_record(
@@ -1348,10 +1281,9 @@ fn read_line_limited<R: BufRead>(
 }
 
 impl<R: BufRead> JsonState<R> {
-    // Out of line: inlined into `Reader::next_event`, it changed the code
-    // of the CSV path there (W1 CSV, 300 k rows, `cep run --threads 1`:
-    // 364.9 M → 368.8 M instructions); out of line, a JSON line pays for a
-    // call (W1 as JSON lines: 665 M → 674 M).
+    // Out of line: inlined into `Reader::next_event`, it made the code of
+    // the CSV path there slower; out of line, a JSON line pays for a call
+    // (see docs/perf-log.md, 2026-12-03, JSON lines).
     #[inline(never)]
     fn next(
         &mut self,
@@ -1438,8 +1370,7 @@ impl<R: BufRead> JsonState<R> {
     /// with a `ts` ([`simple_object`]; a line that begins with a byte order
     /// mark is none). Otherwise it consumes nothing, and the line is read
     /// as any other (the event's fields, cleared, are all it may have
-    /// touched). W1 as JSON lines, 300 k rows, `cep run --threads 1`: 683 M
-    /// → 665 M instructions.
+    /// touched).
     fn simple_in_place(
         &mut self,
         event: &mut Event,
@@ -1508,12 +1439,9 @@ fn json_message(e: &serde_json::Error) -> String {
 /// take), which `serde_json` then reads; the keys met before are the ones
 /// it meets first, so registering them here changes nothing.
 ///
-/// Nearly every line of an event file is one. Through `serde_json` W1 as
-/// JSON lines took 3,650 instructions a row (the UTF-8 check of every key
-/// and string, a visitor call per value) against 1,200 as CSV; through
-/// this, 2,750 (`cep run --threads 1` on 300 k rows, callgrind). What is
-/// left is mostly the look-up of each key (about 95 instructions) and the
-/// copy of each line out of the reader's buffer.
+/// Nearly every line of an event file is one, and `serde_json` pays for the
+/// UTF-8 check of every key and string and a visitor call per value (see
+/// docs/perf-log.md, 2026-12-03, CSV simple lines; JSON lines).
 fn simple_object(text: &[u8], ctx: &mut RowCtx<'_>) -> Option<()> {
     let mut at = 0;
     let spaces = |at: &mut usize| {
@@ -1601,9 +1529,8 @@ fn simple_string<'t>(text: &'t [u8], at: &mut usize) -> Option<&'t [u8]> {
 /// The bytes of `word` (eight bytes of text, the first in the low byte)
 /// that end a simple string — a quote, a backslash, a control byte or one
 /// above `~` — each as its high bit; exact up to the first such byte (the
-/// first set bit), which is all [`simple_string`] reads. (Exact
-/// everywhere, with `records::bytes_equal` for the quote and the backslash,
-/// W1 as JSON lines took 3.7 % more instructions: 674 M → 699 M.)
+/// first set bit), which is all [`simple_string`] reads; exact everywhere,
+/// it cost more (see docs/perf-log.md, 2026-12-03, JSON lines).
 #[inline]
 fn string_stops(word: u64) -> u64 {
     // A byte is zero: a borrow out of it (bytes above the first zero may
@@ -1722,8 +1649,7 @@ impl<'a> RowCtx<'a> {
     /// object. Lines of one producer list their keys in one order, so a key
     /// is first compared with the one at its place in the last simple
     /// object — one integer compare — and the map is looked up only when
-    /// they differ. (W1 as JSON lines, `cep run --threads 1`: the look-ups
-    /// took about 90 instructions a key.)
+    /// they differ.
     #[inline]
     fn target_at(&mut self, place: usize, key: &[u8]) -> Target {
         if key.is_empty() || key.len() > SHORT || place >= PLACES {

@@ -21,12 +21,11 @@
 //! Why not look from the first partitions on: a key that comes back after
 //! its partition was given up gets a fresh one, which costs a key index
 //! removal and insertion and its share of the looks. Keys that come back
-//! after their window — 10,000 keys each back every ~10,000 events under a
-//! 5 s window, W1 through a stack query — would remake their partition on
-//! nearly every event: with looks from 1,024 partitions on, callgrind
-//! counted 602 M → 744 M instructions over 300 k rows (the engine's share
-//! doubled). Up to [`FIRST_LOOK`] partitions (a few MB per engine) are
-//! kept however idle; past that, memory follows the keys in flight.
+//! after their window would remake their partition on nearly every event;
+//! looks from 1,024 partitions on doubled the engine's instructions on such
+//! a stream (see docs/perf-log.md, 2026-12-02, memory). Up to
+//! [`FIRST_LOOK`] partitions (a few MB per engine) are kept however idle;
+//! past that, memory follows the keys in flight.
 //!
 //! # Examples
 //! ```

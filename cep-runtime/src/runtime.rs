@@ -3,7 +3,7 @@
 //! events in with [`Runtime::push`], JSON lines (LANGUAGE.md §5) out.
 //!
 //! On one thread it drives a [`Runner`]; with more, a
-//! [`ShardedRunner::balanced`] (the same lines, as a multiset), or with
+//! [`ShardedRunner::balanced`](crate::shard::ShardedRunner::balanced) (the same lines, as a multiset), or with
 //! [`RuntimeBuilder::ordered_output`] shard threads whose lines are merged
 //! in one thread's order. The output is the
 //! contract's lines in either case: to a writer, a callback, or a channel.
@@ -135,7 +135,7 @@ impl RuntimeBuilder {
 
     /// Threads, the calling thread among them (default 1; at most 63
     /// queries above 1). Above 1, `n - 1` worker threads and the calling
-    /// thread share the keys ([`ShardedRunner::balanced`]), the calling
+    /// thread share the keys ([`ShardedRunner::balanced`](crate::shard::ShardedRunner::balanced)), the calling
     /// thread running a share that follows the load.
     pub fn threads(mut self, n: usize) -> Self {
         self.threads = n;
@@ -147,8 +147,8 @@ impl RuntimeBuilder {
     /// they come: the same multiset). On, the runtime runs `threads` shard
     /// threads beside the calling thread, which orders and routes the
     /// events and merges each batch's lines once every shard has run it
-    /// ([`ShardedRunner::set_ordered_output`]), instead of
-    /// [`ShardedRunner::balanced`]'s share of the keys on the calling
+    /// ([`ShardedRunner::set_ordered_output`](crate::shard::ShardedRunner::set_ordered_output)), instead of
+    /// [`ShardedRunner::balanced`](crate::shard::ShardedRunner::balanced)'s share of the keys on the calling
     /// thread. No effect on one thread.
     ///
     /// # Examples
@@ -341,7 +341,7 @@ impl Runtime {
     /// Delivers the output of every event pushed so far: on several
     /// threads, the events held for a batch are run at once, and the call
     /// returns when every thread has run them and their lines are out (see
-    /// [`ShardedRunner::sync`]); a writer is flushed. Between pushes the
+    /// [`ShardedRunner::sync`](crate::shard::ShardedRunner::sync)); a writer is flushed. Between pushes the
     /// runtime may hold a few events' matches, which the next push or this
     /// call delivers: call it when the input goes quiet. Events held for
     /// reordering (a [`max_delay`](RuntimeBuilder::max_delay)) stay held
@@ -422,7 +422,7 @@ impl Runtime {
 
     /// Adds a level alert while events flow; its field must be one an alert
     /// watched when the runtime was built. It takes its key's last value
-    /// as `prev` (see [`LevelIndex::add`]).
+    /// as `prev` (see [`LevelIndex::add`](cep_index::LevelIndex::add)).
     pub fn add_alert(&mut self, alert: Alert) -> Result<(), JobError> {
         let invalid = |message: String| JobError::from(JobErrorKind::Alerts { name: "alert".into(), message });
         if !self.watched.contains(&alert.field) {

@@ -25,9 +25,7 @@
 //! cascaded but fired straight from it, put in order by a stable radix sort
 //! of the `l` 6-bit digits below the slot's: re-filing each of them level by
 //! level would take a block of a lower slot per timer when the wheel is
-//! sparse. (With 4 k timers spread over 2²⁰ time units and the watermark
-//! stepping past about 1,000 of them at a time, that took expiry from 75 ns
-//! a timer to 30; with 1 M timers, 93 to 71.)
+//! sparse (see docs/perf-log.md, 2026-12-02, W6 expiry).
 //!
 //! A slot's list holds its timers themselves — key, value and a `u32`
 //! index — in insertion order, in blocks of 16 chained from one arena shared
@@ -39,10 +37,10 @@
 //! in a bitmap of live indexes. Vacated indexes are reused smallest first
 //! (module `free_indexes`), so that consecutive arms write neighbouring
 //! generations instead of lines scattered by the order timers were cancelled
-//! and fired in: with a million timers that took arming from about 60 ns to
-//! 13. (The timers' deadlines and values were once kept in an array by index
-//! beside the lists of indexes: that was 4 bytes more per timer, and every
-//! arm wrote, and every firing and cascade read, one more line at random.)
+//! and fired in (see docs/perf-log.md, 2026-12-01, W6 free indexes). Keeping
+//! the timers on the lists, not in an array by index beside lists of
+//! indexes, saves 4 bytes a timer and a line read at random per arm, firing
+//! and cascade (see docs/perf-log.md, 2026-12-01, W6 timers on the lists).
 //!
 //! Cancel is lazy: it leaves the timer's index on its list as a
 //! *tombstone*, marked in a bitmap of live indexes (128 KB per million
@@ -60,21 +58,19 @@
 //! With a million timers the generation's read is a miss of every cache,
 //! and consecutive cancels overlap their misses only when nothing much
 //! runs between them; a cancel followed by an arm, as an engine moving a
-//! deadline does, leaves each miss on its own (criterion, a cancel and an
-//! arm in turn at 1 M timers: 108–144 ns a pair with `cancel`, 52–59 with
-//! `discard`).
+//! deadline does, leaves each miss on its own, and `discard` lets them
+//! overlap again (see docs/perf-log.md, 2026-12-03, W6 `discard`).
 //!
 //! The tombstones are reclaimed where memory would otherwise grow: an arm
 //! that finds no free index, when the tombstones are at least as many as
 //! the live timers were at the last compaction or `advance_to`, compacts
 //! every list in place and takes a reclaimed index instead of a new one.
-//! (Cancel once did that itself, on the cancel that brought the tombstones
-//! to that count. The work is the same — at most two timers scanned per
-//! cancel and one per arm, reading the lists and the bitmap — but it now
-//! falls on the one operation that already has an O(n) worst case, the arm
-//! that grows the wheel's arrays, as a collector runs when an allocation
-//! would grow the heap.) Arming only writes, never reads, so it does not
-//! wait for cache misses either.
+//! The work, at most two timers scanned per cancel and one per arm, reading
+//! the lists and the bitmap, so falls on the one operation that already
+//! has an O(n) worst case, the arm that grows the wheel's arrays, as a
+//! collector runs when an allocation would grow the heap (see
+//! docs/perf-log.md, 2026-12-02, W6 compaction). Arming only writes, never
+//! reads, so it does not wait for cache misses either.
 //!
 //! A [`TimerId`] carries the index, the deadline and a generation, the
 //! number of timers armed before it (modulo 2³²), kept per index in a `Vec`
@@ -501,9 +497,8 @@ impl<T: Copy> TimerWheel<T> {
     /// timers, a cancel's read of the timer's generation is a miss of every
     /// cache; a core overlaps consecutive cancels' misses, but not when each
     /// cancel is followed by an arm, which fills its window of instructions
-    /// in flight. 64 checks in a row overlap (W6 in `cep-time`'s README:
-    /// a cancel and an arm in turn, 1 M timers, 108–144 ns a pair with
-    /// `cancel`, 52–59 with `discard`).
+    /// in flight. 64 checks in a row overlap (see docs/perf-log.md,
+    /// 2026-12-03, W6 `discard`).
     ///
     /// [`len`](Self::len), [`contains`](Self::contains) and
     /// [`is_empty`](Self::is_empty) already leave a discarded timer out;

@@ -10,11 +10,9 @@
 //! each block of parsed events to the one query thread where they were
 //! parsed (`ParallelReader::take_events`, no copy), but that thread then
 //! runs every query on every event, so it pays only while the queries cost
-//! well under the parsing. `cep run` of W1's `rise_spike` on the 3 M-row
-//! CSV, two cores, seven alternating rounds (medians): one thread 0.217 s,
-//! two shards 0.141 s (1.53×), the pipeline 0.117 s (1.85×); with two
-//! copies of the query 0.335, 0.192 and 0.225 s, with four 0.492, 0.266
-//! and 0.446 s (`auto` took the faster each time).
+//! well under the parsing. On two cores the pipeline is the faster for
+//! one copy of W1's `rise_spike` and shards for two or four (see
+//! docs/perf-log.md, 2026-12-04, the cost model).
 
 use std::time::{Duration, Instant};
 
@@ -27,13 +25,11 @@ use crate::{QueryInfo, Runner};
 const MIN_ROWS: usize = 1000;
 
 /// What each thread's work costs beside the queries' `q` and the
-/// parsing's `p` per event (both timed on the rows read ahead), fitted to
-/// `cep run --threads 2` on the W1 CSV with 1, 2 and 4 copies of
-/// `rise_spike`, where the queries cost 0.55, 1.05 and 2 times the parsing
-/// (seven alternating rounds, medians: one thread 0.221, 0.315 and 0.488 s;
-/// two shards 0.142, 0.196 and 0.272 s; the pipeline 0.126, 0.221 and
-/// 0.425 s), so that the two break even at about 0.8, where the times
-/// interpolate to cross:
+/// parsing's `p` per event (both timed on the rows read ahead). The
+/// constants were fitted on 2026-12-04 to `cep run --threads 2` on the W1
+/// CSV with 1, 2 and 4 copies of `rise_spike`, so that the two break even
+/// where the measured times cross, at queries costing about 0.8 times the
+/// parsing (see docs/perf-log.md, 2026-12-04, the cost model):
 ///
 /// - sharded, each of `n` threads costs `(p + q + SHARD_COST * p) / n`: the
 ///   flat copy of each event for its shard and its rebuild there;
@@ -41,10 +37,8 @@ const MIN_ROWS: usize = 1000;
 ///   taking each event over and cutting the file into blocks, and queries
 ///   that read what another core parsed.
 ///
-/// Fitted before the unsplit blocks shrank to 32 KiB (`cep_io::parallel`),
-/// which made the pipeline faster on one copy (0.117 s) more than on two
-/// or four (0.225, 0.446 s, shards 0.192 and 0.266 s in the same rounds):
-/// the same constants still pick the faster for each.
+/// They were fitted before the unsplit blocks shrank to 32 KiB
+/// (`cep_io::parallel`), and still pick the faster split for each.
 const SHARD_COST: f64 = 0.4;
 const HANDOFF: f64 = 0.12;
 const QUERY_THREAD: f64 = 1.2;
@@ -65,9 +59,7 @@ impl Costs {
     ///
     /// The caller keeps `scratch` until the run ends: dropped before the
     /// shards' runners were built, its memory went to them and made them
-    /// slower (W1 with two queries on two shards, seven alternating rounds:
-    /// 0.186 s without the timing, 0.248 s with `scratch` dropped at once,
-    /// 0.184 s with it kept).
+    /// slower (see docs/perf-log.md, 2026-12-04, the cost model).
     ///
     /// `scratch` runs the queries only: level alerts (`--levels`) are not
     /// timed, since building a second index of them can take longer than
