@@ -1,13 +1,11 @@
 //! Hand-computed cases for the reference matcher (`cep_nfa::reference`),
 //! straight from LANGUAGE.md §3 and docs/semantics.md, and a smoke test of
-//! the random case generator in `support`.
+//! the random case generator in `cep_testkit::arb`.
 //!
 //! Expected matches are written as `var[rows] …` (plus `key start..end` where
 //! it matters), in emission order. Streams are mostly written with
 //! [`letters`]: `"A.1@5#2"` is an `A` with x = 1 at ts 5 with key k = 2; by
 //! default the event of row `i` has `ts = i` and no x or k.
-
-mod support;
 
 use cep_core::{Event, Schema, Sym, TimeUnit, Value};
 use cep_nfa::reference::{self, RefMatch};
@@ -106,7 +104,7 @@ fn full(query: &str, s: &Stream) -> Vec<String> {
 // ---------------------------------------------------------------------------
 // LANGUAGE.md §7: rise / spike / quiet
 
-use support::RISE_SPIKE;
+use cep_testkit::corpus::RISE_SPIKE;
 
 fn ticks(t: &[(i64, i64, i64)]) -> Stream {
     let mut s = Stream::new(&["key", "price", "vol"]);
@@ -661,7 +659,7 @@ fn skip_is_per_partition() {
 fn generated_cases_run(strategy: &'static str) {
     let mut runner = TestRunner::new(Config { cases: 200, failure_persistence: None, ..Config::default() });
     runner
-        .run(&support::arb_case(strategy), |case| {
+        .run(&cep_testkit::arb::arb_case(strategy), |case| {
             let file = parse(&case.query)
                 .map_err(|e| proptest::test_runner::TestCaseError::fail(format!("{}: {}", case.query, e.message)))?;
             assert_eq!(file.statements.len(), 1);
