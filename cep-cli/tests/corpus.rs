@@ -10,11 +10,7 @@
 use std::fmt::Write as _;
 use std::process::Command;
 
-use cep_nfa::corpus::Case;
-
-#[path = "../../cep-nfa/tests/corpus_check/mod.rs"]
-mod corpus_check;
-use corpus_check::{CORPUS, case_files, diff, same};
+use cep_testkit::corpus::{CORPUS, Case, corpus_files as case_files, diff, same};
 
 /// Cases the binary is known to get wrong (skipped with a note). Each entry
 /// names a case file without its extension.

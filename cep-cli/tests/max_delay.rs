@@ -7,7 +7,8 @@ use std::process::Command;
 mod common;
 use common::Scratch;
 
-use cep_bench::w1::{RISE_SPIKE, Ticks, XorShift64};
+use cep_bench::w1::{RISE_SPIKE, Ticks};
+use cep_testkit::XorShift64;
 
 const CEP: &str = env!("CARGO_BIN_EXE_cep");
 

@@ -15,6 +15,7 @@ use common::Scratch;
 
 use cep_bench::levels;
 use cep_bench::w1::{RISE_SPIKE, Ticks};
+use cep_testkit::XorShift64;
 
 const CEP: &str = env!("CARGO_BIN_EXE_cep");
 
@@ -151,7 +152,7 @@ fn timed_reference(base: &[String], dir: &Path, every: &[String]) -> (String, Du
 /// Returns the final summary and how many runs were killed before they
 /// ended.
 fn run_killed(args: &[String], kills: usize, seed: u64, full: Duration) -> (String, usize, Vec<u64>) {
-    let mut x = seed;
+    let mut rng = XorShift64::new(seed);
     let mut killed = 0;
     let mut resumed_at = Vec::new();
     let mut note = |stderr: &[u8]| {
@@ -168,9 +169,7 @@ fn run_killed(args: &[String], kills: usize, seed: u64, full: Duration) -> (Stri
         }
         let mut child = cmd.stdout(Stdio::null()).stderr(Stdio::piped()).spawn().unwrap();
         if attempt < kills {
-            x ^= x << 13;
-            x ^= x >> 7;
-            x ^= x << 17;
+            let x = rng.next_u64();
             std::thread::sleep(full.mul_f64(0.03 + (x % 1000) as f64 / 1000.0 * 0.37));
             if child.try_wait().unwrap().is_none() {
                 child.kill().unwrap(); // SIGKILL: no cleanup runs

@@ -3,7 +3,6 @@
 pub mod buffer;
 pub mod builder;
 pub mod compile;
-pub mod corpus;
 pub mod diag;
 pub mod engine;
 pub mod idle;

@@ -10,14 +10,13 @@
 //! the only one that evaluates them (checked here, so that a stack engine
 //! that learns Kleene elements must also be checked here).
 
-mod support;
-
 use cep_core::{Event, Schema, Sym, TimeUnit, Value};
 use cep_nfa::compile::{Options, compile_file};
 use cep_nfa::reference;
 use cep_nfa::syntax::parse;
+use cep_testkit::arb::{self, Case, arb_query};
+use cep_testkit::drive;
 use proptest::prelude::*;
-use support::{Case, arb_query};
 
 const BIG: i64 = 5_000_000_000_000_000_000;
 
@@ -48,7 +47,7 @@ fn rows(query: &str, (events, schema): &(Vec<Event>, Schema)) -> Vec<String> {
         .remove(0);
     assert!(cep_nfa::stack::qualifies(&prog).is_err(), "{query}: the stack engine takes it: check it here too");
     let names: Vec<String> = prog.elements.iter().map(|e| e.var.clone()).collect();
-    let got = support::run_engine(prog, events).unwrap();
+    let got = drive::run_engine(prog, events).unwrap();
     let want = reference::run(&file.statements[0], events, &schema, TimeUnit::Millis);
     assert_eq!(got, want, "{query}: run engine vs reference");
     got.iter()
@@ -133,7 +132,7 @@ fn negations_read_avg_past_an_overflowing_sum() {
     assert_eq!(rows(q, &s), ["a[0] b[2, 3] d[4]"]);
 }
 
-/// Streams like `support::arb_events` but with x and y drawn from huge
+/// Streams like `arb::arb_events` but with x and y drawn from huge
 /// values (and small ones), so that sums overflow often.
 fn arb_big_events() -> impl Strategy<Value = (Vec<Event>, Schema)> {
     let big = prop_oneof![
@@ -148,7 +147,7 @@ fn arb_big_events() -> impl Strategy<Value = (Vec<Event>, Schema)> {
     let x = prop_oneof![9 => big.clone().prop_map(Some), 1 => Just(None)];
     let k = prop_oneof![9 => (1i64..=2).prop_map(Some), 1 => Just(None)];
     let ty = prop_oneof![4 => Just("A"), 4 => Just("B"), 4 => Just("C"), 1 => Just("D")];
-    prop::collection::vec((ty, 0i64..=3, k, x, big), 0..=12).prop_map(|specs| support::build_events(&specs))
+    prop::collection::vec((ty, 0i64..=3, k, x, big), 0..=12).prop_map(|specs| arb::build_events(&specs))
 }
 
 fn check(case: &Case) -> Result<(), TestCaseError> {
@@ -158,7 +157,7 @@ fn check(case: &Case) -> Result<(), TestCaseError> {
         .map_err(|d| TestCaseError::fail(d.render(&case.query, "q")))?
         .programs
         .remove(0);
-    let got = support::run_engine(prog, &case.events).map_err(TestCaseError::fail)?;
+    let got = drive::run_engine(prog, &case.events).map_err(TestCaseError::fail)?;
     let want = reference::run(&file.statements[0], &case.events, &case.schema, TimeUnit::Millis);
     prop_assert_eq!(got, want, "query: {}\nevents: {:?}", case.query, case.events);
     Ok(())
@@ -169,7 +168,7 @@ fn arb_big_case(strategy: &'static str) -> impl Strategy<Value = Case> {
 }
 
 proptest! {
-    #![proptest_config(support::config())]
+    #![proptest_config(arb::config())]
 
     #[test]
     fn huge_values_any_match(case in arb_big_case("skip-till-any-match")) {

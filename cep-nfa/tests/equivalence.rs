@@ -3,15 +3,14 @@
 //! in the same emission order, and an empty buffer at the end; and
 //! `push_batch` against `push`.
 
-mod support;
-
 use cep_core::{TimeUnit, Value};
 use cep_nfa::compile::{Options, compile_file};
 use cep_nfa::engine::Engine;
 use cep_nfa::reference::{self, RefMatch};
 use cep_nfa::syntax::parse;
+use cep_testkit::arb::{self, Case, arb_case};
+use cep_testkit::drive::to_ref;
 use proptest::prelude::*;
-use support::{Case, arb_case, to_ref};
 
 fn check(case: &Case) -> Result<(), TestCaseError> {
     let file = parse(&case.query).map_err(|d| TestCaseError::fail(format!("parse: {}", d.render(&case.query, "q"))))?;
@@ -66,7 +65,7 @@ fn fmt_key(v: Value) -> String {
 }
 
 proptest! {
-    #![proptest_config(support::config())]
+    #![proptest_config(arb::config())]
 
     #[test]
     fn skip_till_any_match(case in arb_case("skip-till-any-match")) {

@@ -9,8 +9,6 @@
 //! `push_batch` (run engine), in every construction (stack engine), and
 //! across a snapshot taken after partitions were given up and reused.
 
-mod support;
-
 use cep_core::{Event, Schema, Sym, TimeUnit, Value};
 use cep_nfa::compile::{Options, compile_file};
 use cep_nfa::engine::Engine;
@@ -18,15 +16,17 @@ use cep_nfa::program::Program;
 use cep_nfa::reference::{self, RefMatch};
 use cep_nfa::stack::{Construction, StackEngine, qualifies};
 use cep_nfa::syntax::{ast::File, parse};
+use cep_testkit::XorShift64;
+use cep_testkit::arb;
+use cep_testkit::drive::{run_engine_with, sorted, to_ref};
 use proptest::prelude::*;
-use support::{run_engine_with, sorted, to_ref, xorshift};
 
 /// Events over a few thousand keys (ints, strings and NULL), each key
 /// busy for a while and then quiet, so that its partition goes idle while
 /// others are created, and many keys come back later.
 fn stream(schema: &mut Schema, n: u64) -> Vec<Event> {
     let (k, v) = (schema.field("k"), schema.field("v"));
-    let mut next = xorshift(0x2545_F491_4F6C_DD1Du64);
+    let mut next = XorShift64::new(0x2545_F491_4F6C_DD1Du64).into_fn();
     (0..n)
         .map(|row| {
             let r = next();
@@ -256,7 +256,7 @@ fn stack_snapshot_renumbers_partitions_with_waiting_entries() {
     assert_eq!(rows, [vec![1, 2]]);
 }
 
-/// A stream in `support`'s terms (types A–D, fields `k`, `x`, `y`) over
+/// A stream in `cep_testkit::arb`'s terms (types A–D, fields `k`, `x`, `y`) over
 /// 1,200 keys drawn at random, so each key comes back now and then, and
 /// time moving slowly (one gap of 1–3 in fifty, the rest 0: a window of 8
 /// spans some 200 events). More than [`FIRST_LOOK`] partitions
@@ -265,7 +265,7 @@ fn stack_snapshot_renumbers_partitions_with_waiting_entries() {
 /// that come back. (No NULL key: its partition would hold a tenth of the
 /// stream, too much for the reference matcher under skip-till-any-match.)
 fn returning_keys_stream(seed: u64, n: usize) -> (Vec<Event>, Schema) {
-    let mut next = xorshift(seed | 1);
+    let mut next = XorShift64::new(seed | 1).into_fn();
     let specs: Vec<_> = (0..n)
         .map(|_| {
             let r = next();
@@ -275,7 +275,7 @@ fn returning_keys_stream(seed: u64, n: usize) -> (Vec<Event>, Schema) {
             (ty, gap, Some(((r >> 24) % 1_200) as i64), x, ((r >> 48) % 4) as i64)
         })
         .collect();
-    support::build_events(&specs)
+    arb::build_events(&specs)
 }
 
 /// Random partitioned queries of every strategy over streams of keys that
@@ -302,11 +302,11 @@ fn check_many_keys(query: &str, seed: u64) -> Result<(), TestCaseError> {
 
 /// Partitioned queries of `strategy` (by `[k]`, `PARTITION BY k` or both).
 fn partitioned(strategy: &'static str) -> impl Strategy<Value = String> {
-    support::arb_query(strategy).prop_filter("partitioned by k", |q| q.contains("[k]") || q.contains("BY k"))
+    arb::arb_query(strategy).prop_filter("partitioned by k", |q| q.contains("[k]") || q.contains("BY k"))
 }
 
 proptest! {
-    #![proptest_config(ProptestConfig { cases: (support::config().cases / 8).max(16), ..support::config() })]
+    #![proptest_config(ProptestConfig { cases: (arb::config().cases / 8).max(16), ..arb::config() })]
 
     #[test]
     fn any_match_over_returning_keys(query in partitioned("skip-till-any-match"), seed in any::<u64>()) {

@@ -5,13 +5,12 @@
 //! `NOT` and a trailing `NOT` on them, gives the reference matcher's
 //! matches.
 
-mod support;
-
 use cep_core::{Event, Schema, Sym, TimeUnit, Value};
 use cep_nfa::compile::{Options, compile_file};
 use cep_nfa::reference;
 use cep_nfa::syntax::parse;
-use support::{run_engine, xorshift};
+use cep_testkit::XorShift64;
+use cep_testkit::drive::run_engine;
 
 /// Three new type names whose symbol numbers are equal modulo 16 (the
 /// cache's size), and one that differs.
@@ -45,7 +44,7 @@ fn types_sharing_a_cache_place_get_their_own_answers() {
     let file = parse(&query).expect("parses");
     let prog = compile_file(&file, &mut schema, &Options::default()).expect("compiles").programs.remove(0);
     let types = [&a, &b, &c, &d];
-    let mut next = xorshift(0x9E37_79B9_7F4A_7C15u64);
+    let mut next = XorShift64::default().into_fn();
     let events: Vec<Event> = (0..400u64)
         .map(|row| {
             let r = next();

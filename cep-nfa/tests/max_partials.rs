@@ -5,14 +5,12 @@
 //! are a subset of the uncapped ones; when nothing was dropped, the matches
 //! are exactly the uncapped ones.
 
-mod support;
-
 use cep_core::{Event, Match};
 use cep_nfa::compile::{Options, compile};
 use cep_nfa::select::{EngineChoice, QueryEngine};
 use cep_nfa::stack::Construction;
+use cep_testkit::arb::{self, Case, arb_case};
 use proptest::prelude::*;
-use support::{Case, arb_case};
 
 /// The matches (sorted) and the partial matches dropped.
 fn run(case: &Case, choice: EngineChoice, cap: Option<usize>) -> (Vec<Vec<u64>>, u64) {
@@ -67,7 +65,7 @@ fn check(case: &Case, choice: EngineChoice, cap: usize) -> Result<(), TestCaseEr
 }
 
 proptest! {
-    #![proptest_config(support::config())]
+    #![proptest_config(arb::config())]
 
     #[test]
     fn capped_engines_stay_within_the_cap(case in prop_oneof![

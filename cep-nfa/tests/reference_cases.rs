@@ -1,13 +1,16 @@
 //! Hand-computed cases for the reference matcher (`cep_nfa::reference`),
 //! straight from LANGUAGE.md §3 and docs/semantics.md, and a smoke test of
-//! the random case generator in `support`.
+//! the random case generator in `cep_testkit::arb`.
+//!
+//! A case that fits the corpus format (one stream, its statements' lines
+//! in emission order) belongs in `testdata/` instead, where it runs on every
+//! engine: `next_match_relevance`, `event_window_partition`,
+//! `element_window_relevance` and `skip_per_partition` came from here.
 //!
 //! Expected matches are written as `var[rows] …` (plus `key start..end` where
 //! it matters), in emission order. Streams are mostly written with
 //! [`letters`]: `"A.1@5#2"` is an `A` with x = 1 at ts 5 with key k = 2; by
 //! default the event of row `i` has `ts = i` and no x or k.
-
-mod support;
 
 use cep_core::{Event, Schema, Sym, TimeUnit, Value};
 use cep_nfa::reference::{self, RefMatch};
@@ -106,7 +109,7 @@ fn full(query: &str, s: &Stream) -> Vec<String> {
 // ---------------------------------------------------------------------------
 // LANGUAGE.md §7: rise / spike / quiet
 
-use support::RISE_SPIKE;
+use cep_testkit::corpus::RISE_SPIKE;
 
 fn ticks(t: &[(i64, i64, i64)]) -> Stream {
     let mut s = Stream::new(&["key", "price", "vol"]);
@@ -269,17 +272,6 @@ fn a_bplus_c_strategies_with_noise() {
             "a[0] b[5] c[6]",
         ]
     );
-}
-
-#[test]
-fn next_match_skips_only_irrelevant_events() {
-    // b.x > a.x: B.1 cannot be b, so it is not relevant and may be skipped
-    // under skip-till-next-match, not under strict-contiguity.
-    let s = letters("A.2 B.1 B.3 B.4");
-    let q = |strategy: &str| format!("PATTERN SEQ(A a, B b) WHERE {strategy} AND b.x > a.x");
-    assert_eq!(rows(&q("skip-till-next-match"), &s), ["a[0] b[2]"]);
-    assert_eq!(rows(&q("skip-till-any-match"), &s), ["a[0] b[2]", "a[0] b[3]"]);
-    assert_eq!(rows(&q("strict-contiguity"), &s), Vec::<String>::new());
 }
 
 #[test]
@@ -485,11 +477,7 @@ fn windows() {
     // WITHIN 2 EVENTS: positions differ by at most 2. a0 b3: 3; a4 b5: 1.
     let s = letters("A C C B A B");
     assert_eq!(rows("PATTERN SEQ(A a, B b) WHERE skip-till-any-match WITHIN 2 EVENTS", &s), ["a[4] b[5]"]);
-    // Positions count within the partition: with [k], the C's of another key
-    // do not count.
-    let s = letters("A#1 C#2 C#2 B#1");
-    assert_eq!(rows("PATTERN SEQ(A a, B b) WHERE [k] WITHIN 1 EVENTS", &s), ["a[0] b[3]"]);
-    assert_eq!(rows("PATTERN SEQ(A a, B b) WITHIN 1 EVENTS", &s), Vec::<String>::new());
+    // (Positions count within the partition: testdata/event_window_partition.case.)
     // WITHIN 3 (time): b@3 fits, b@4 does not.
     let s = letters("A@0 B@3 B@4");
     assert_eq!(rows("PATTERN SEQ(A a, B b) WHERE skip-till-any-match WITHIN 3", &s), ["a[0] b[1]"]);
@@ -509,14 +497,6 @@ fn windows() {
         rows("PATTERN B+ b WITHIN 2", &s),
         ["b[0]", "b[0,1]", "b[1]", "b[0,1,2]", "b[1,2]", "b[2]", "b[1,2,3]", "b[2,3]", "b[3]"]
     );
-}
-
-#[test]
-fn next_match_relevance_respects_windows() {
-    // SEQ(A a, B b WITHIN 2): from a@0, B@3 is out of b's window, so it
-    // cannot be bound (rule 3): no match; from a@2, B@3 fits.
-    let s = letters("A@0 A@2 B@3");
-    assert_eq!(rows("PATTERN SEQ(A a, B b WITHIN 2)", &s), ["a[1] b[2]"]);
 }
 
 // ---------------------------------------------------------------------------
@@ -647,21 +627,13 @@ fn several_keys_and_the_null_key() {
     );
 }
 
-#[test]
-fn skip_is_per_partition() {
-    // B+ c per key; PAST LAST EVENT in k1 does not touch k2.
-    let s = letters("B#1 B#2 B#1 C#1 C#2");
-    let q = "PATTERN SEQ(B+ b, C c) WHERE [k] AFTER MATCH SKIP PAST LAST EVENT";
-    assert_eq!(full(q, &s), ["1 0..3 b[0,2] c[3]", "2 1..4 b[1] c[4]"]);
-}
-
 // ---------------------------------------------------------------------------
 // The generator
 
 fn generated_cases_run(strategy: &'static str) {
     let mut runner = TestRunner::new(Config { cases: 200, failure_persistence: None, ..Config::default() });
     runner
-        .run(&support::arb_case(strategy), |case| {
+        .run(&cep_testkit::arb::arb_case(strategy), |case| {
             let file = parse(&case.query)
                 .map_err(|e| proptest::test_runner::TestCaseError::fail(format!("{}: {}", case.query, e.message)))?;
             assert_eq!(file.statements.len(), 1);

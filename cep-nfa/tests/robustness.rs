@@ -3,7 +3,7 @@
 //!
 //! - **Mutated queries**: the query of every `testdata/*.case` file, the
 //!   examples of LANGUAGE.md, and random valid queries of the equivalence
-//!   tests (`support::arb_query`), with 1–6 random edits (a range deleted,
+//!   tests (`arb::arb_query`), with 1–6 random edits (a range deleted,
 //!   duplicated or repeated up to 400 times, a token of the language or an
 //!   awkward one inserted, a number replaced by an extreme one), are parsed
 //!   and compiled against an open empty schema, a complete closed one and a
@@ -25,17 +25,14 @@
 //!   no bound on the state, the engines must agree with each other and with
 //!   the reference matcher.
 
-mod corpus_check;
-mod support;
-
-use support::{sorted, to_ref};
+use cep_testkit::drive::{sorted, to_ref};
+use cep_testkit::{arb, corpus};
 
 use std::ops::ControlFlow;
 use std::sync::OnceLock;
 
 use cep_core::{Event, Schema, Sym, TimeUnit, Value};
 use cep_nfa::compile::{Options, compile, compile_file, plan};
-use cep_nfa::corpus::Case;
 use cep_nfa::diag::Diagnostic;
 use cep_nfa::engine::Engine;
 use cep_nfa::program::Program;
@@ -43,6 +40,7 @@ use cep_nfa::reference::{self, RefMatch};
 use cep_nfa::select::EngineChoice;
 use cep_nfa::stack::{Construction, StackEngine, qualifies};
 use cep_nfa::syntax::{ast, parse};
+use cep_testkit::corpus::Case;
 use proptest::prelude::*;
 use proptest::sample::Index;
 
@@ -51,7 +49,7 @@ use proptest::sample::Index;
 
 /// The examples of LANGUAGE.md (§7, and the forms of §2 the corpus lacks).
 const LANGUAGE_EXAMPLES: &[&str] = &[
-    support::RISE_SPIKE,
+    corpus::RISE_SPIKE,
     "PATTERN SEQ(Stock+ a[], Stock b)
 WHERE skip-till-next-match AND [symbol]
   AND a[i].price > a[i-1].price
@@ -104,13 +102,13 @@ fn seeds() -> &'static [String] {
     static SEEDS: OnceLock<Vec<String>> = OnceLock::new();
     SEEDS.get_or_init(|| {
         let mut out: Vec<String> = LANGUAGE_EXAMPLES.iter().map(|s| (*s).to_owned()).collect();
-        for path in corpus_check::case_files() {
+        for path in corpus::corpus_files() {
             let name = path.file_stem().and_then(|s| s.to_str()).unwrap_or("?").to_owned();
             let text = std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
             let case = Case::parse(&name, &text).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
             out.push(case.query);
         }
-        assert!(out.len() >= 20, "expected the corpus in {}", corpus_check::CORPUS);
+        assert!(out.len() >= 20, "expected the corpus in {}", corpus::CORPUS);
         out
     })
 }
@@ -241,9 +239,9 @@ fn arb_mutated() -> impl Strategy<Value = (String, Vec<Edit>)> {
 /// building it overflowed a test thread's stack without optimisation.
 fn arb_mutated_any() -> BoxedStrategy<(String, Vec<Edit>)> {
     let generated = prop_oneof![
-        support::arb_query("skip-till-any-match").boxed(),
-        support::arb_query("skip-till-next-match").boxed(),
-        support::arb_query("strict-contiguity").boxed(),
+        arb::arb_query("skip-till-any-match").boxed(),
+        arb::arb_query("skip-till-next-match").boxed(),
+        arb::arb_query("strict-contiguity").boxed(),
     ];
     prop_oneof![
         1 => arb_mutated().boxed(),

@@ -5,9 +5,8 @@
 //! batch construction give the same matches as multisets; per-event
 //! construction also in the run engine's emission order.
 
-mod support;
-
-use support::{sorted, to_ref};
+use cep_testkit::arb;
+use cep_testkit::drive::{sorted, to_ref};
 
 use cep_core::{Event, Schema, TimeUnit};
 use cep_nfa::compile::{Options, compile_file};
@@ -57,7 +56,7 @@ fn arb_events(max: usize) -> impl Strategy<Value = (Vec<Event>, Schema)> {
         prop_oneof![9 => (0i64..=5).prop_map(Some), 1 => Just(None)],
         0i64..=3,
     );
-    prop::collection::vec(event, 0..max).prop_map(|specs| support::build_events(&specs))
+    prop::collection::vec(event, 0..max).prop_map(|specs| arb::build_events(&specs))
 }
 
 fn run_stack(prog: cep_nfa::program::Program<Event>, how: Construction, events: &[Event]) -> Vec<RefMatch> {
@@ -152,10 +151,10 @@ fn check_early_stop(query: &str, events: &[Event], schema: &Schema, k: usize) ->
 }
 
 proptest! {
-    #![proptest_config(support::config())]
+    #![proptest_config(arb::config())]
 
     #[test]
-    fn stack_equals_run_and_reference(query in arb_query(), (events, schema) in support::arb_events()) {
+    fn stack_equals_run_and_reference(query in arb_query(), (events, schema) in arb::arb_events()) {
         check(&query, &events, &schema, true)?;
     }
 

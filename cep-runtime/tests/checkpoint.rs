@@ -6,9 +6,6 @@
 //! Also the checkpoint files: atomic saves, two kept, a corrupt newest one
 //! skipped with a warning.
 
-#[path = "../../cep-nfa/tests/support/mod.rs"]
-mod support;
-
 use cep_core::{Event, Schema, Sym, Value};
 use cep_index::{Alert, LevelIndex};
 use cep_nfa::compile::{Options, compile};
@@ -17,8 +14,9 @@ use cep_nfa::stack::Construction;
 use cep_runtime::checkpoint::{self, Checkpoint, PipelineSnapshot};
 use cep_runtime::shard::ShardedRunner;
 use cep_runtime::{JsonLines, Runner, RunnerSnapshot};
+use cep_testkit::XorShift64;
+use cep_testkit::arb::{Case, arb_case};
 use proptest::prelude::*;
-use support::{Case, arb_case};
 
 fn runner(case: &Case, delay: i64, construction: Construction) -> Runner {
     let progs = compile(&case.query, &mut case.schema.clone(), &Options::default())
@@ -59,15 +57,9 @@ fn round_trip(r: &mut Runner) -> cep_runtime::RunnerSnapshot {
 
 /// Arrival order: events displaced by up to `delay` (sorted by ts + jitter).
 fn displaced(events: &[Event], delay: i64, seed: u64) -> Vec<Event> {
-    let mut x = seed | 1;
-    let mut keyed: Vec<(i64, usize)> = (0..events.len())
-        .map(|i| {
-            x ^= x << 13;
-            x ^= x >> 7;
-            x ^= x << 17;
-            (events[i].ts + (x % (delay as u64 + 1)) as i64, i)
-        })
-        .collect();
+    let mut rng = XorShift64::new(seed | 1);
+    let mut keyed: Vec<(i64, usize)> =
+        (0..events.len()).map(|i| (events[i].ts + (rng.next_u64() % (delay as u64 + 1)) as i64, i)).collect();
     keyed.sort();
     keyed.into_iter().map(|(_, i)| events[i].clone()).collect()
 }

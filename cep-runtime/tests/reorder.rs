@@ -4,14 +4,11 @@
 //! and runs of events given at once (`push_batch_for`, late ones among
 //! them) give what they give one by one.
 
-#[path = "../../cep-nfa/tests/support/mod.rs"]
-mod support;
-
 use cep_core::{Event, Match};
 use cep_nfa::compile::{Options, compile};
 use cep_runtime::{QueryInfo, Runner};
+use cep_testkit::arb::{Case, arb_case};
 use proptest::prelude::*;
-use support::{Case, arb_case};
 
 /// All matches of `events` with `max_delay`, as (query, key, start, end, rows).
 fn run(case: &Case, events: &[Event], max_delay: i64) -> (Vec<String>, u64) {

@@ -6,9 +6,6 @@
 //! many full batches. Matches go out before the end on a slow stream (a
 //! quiet shard's deadlines too), and a shard's error reaches the caller.
 
-#[path = "../../cep-nfa/tests/support/mod.rs"]
-mod support;
-
 use std::time::{Duration, Instant};
 
 use cep_core::{Event, Schema, Sym, Value};
@@ -19,9 +16,10 @@ use cep_io::{Format, Reader};
 use cep_nfa::compile::{Options, compile};
 use cep_runtime::shard::{ShardedRunner, shard_of};
 use cep_runtime::{JsonLines, Runner};
+use cep_testkit::XorShift64;
+use cep_testkit::arb::{Case, arb_case};
 use cep_time::LatePolicy;
 use proptest::prelude::*;
-use support::{Case, arb_case};
 
 fn runner(case: &Case, schema: &mut Schema, delay: i64) -> Runner {
     let progs = compile(&case.query, schema, &Options::default()).expect("generated queries compile").programs;
@@ -280,13 +278,8 @@ fn stream(n: usize) -> (Vec<Event>, Schema) {
     for f in ["k", "g", "x", "key"] {
         schema.field(f);
     }
-    let mut state = 0x9E37_79B9_7F4A_7C15u64;
-    let mut draw = |m: u64| {
-        state ^= state << 13;
-        state ^= state >> 7;
-        state ^= state << 17;
-        (state % m) as i64
-    };
+    let mut rng = XorShift64::default();
+    let mut draw = |m: u64| (rng.next_u64() % m) as i64;
     let (a, b) = (Sym::new("A"), Sym::new("B"));
     let mut ts = 0;
     let mut events = Vec::with_capacity(n);

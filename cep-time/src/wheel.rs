@@ -1542,13 +1542,7 @@ mod model_tests {
     /// of live and stale handles, and occasional jumps.
     #[test]
     fn wheel_matches_heap_long() {
-        let mut state = 0x9E37_79B9_7F4A_7C15u64;
-        let mut next = move || {
-            state ^= state << 13;
-            state ^= state >> 7;
-            state ^= state << 17;
-            state
-        };
+        let mut next = cep_testkit::XorShift64::default().into_fn();
         let mut ops = Vec::new();
         let mut now = -50_000i64;
         for _ in 0..60_000 {
@@ -1574,13 +1568,7 @@ mod model_tests {
     fn next_bound_never_exceeds_the_earliest_deadline() {
         let mut wheel = TimerWheel::new();
         let mut live: Vec<(TimerId, i64)> = Vec::new();
-        let mut x: u64 = 0x9E37_79B9_7F4A_7C15;
-        let mut rnd = move || {
-            x ^= x << 13;
-            x ^= x >> 7;
-            x ^= x << 17;
-            x
-        };
+        let mut rnd = cep_testkit::XorShift64::default().into_fn();
         let mut wm = -1_000_000i64;
         let mut out = Vec::new();
         for _ in 0..20_000 {

@@ -1,50 +1,14 @@
-//! What the `cep` binary's test suites share: a scratch directory per test
-//! (removed when the test ends, passed or failed), and a finished run's
-//! output, checked for panics.
+//! What the `cep` binary's test suites share: the binary, a scratch
+//! directory per test ([`cep_testkit::Scratch`], removed when the test
+//! ends, passed or failed), and a finished run's output, checked for panics.
 
 // Each suite is its own crate and uses only some of this.
 #![allow(dead_code)]
 
-use std::path::{Path, PathBuf};
-
 /// The binary under test.
 pub const CEP: &str = env!("CARGO_BIN_EXE_cep");
 
-/// A scratch directory for one test, removed on drop.
-pub struct Scratch(pub PathBuf);
-
-impl Scratch {
-    /// A fresh directory for test `test` of suite `suite`.
-    pub fn new(suite: &str, test: &str) -> Scratch {
-        let dir = std::env::temp_dir().join(format!("cep-cli-{suite}-{}-{test}", std::process::id()));
-        let _ = std::fs::remove_dir_all(&dir);
-        std::fs::create_dir_all(&dir).unwrap_or_else(|e| panic!("{}: {e}", dir.display()));
-        Scratch(dir)
-    }
-
-    /// Writes `file` and returns its path as a string (as passed to `cep`).
-    pub fn write(&self, file: &str, text: impl AsRef<[u8]>) -> String {
-        let p = self.0.join(file);
-        std::fs::write(&p, text).unwrap_or_else(|e| panic!("{}: {e}", p.display()));
-        p.to_str().expect("a UTF-8 temp path").to_owned()
-    }
-}
-
-/// The directory's path, so that `dir.join(file)` and `&dir` (a `&Path`)
-/// read as for a `PathBuf`.
-impl std::ops::Deref for Scratch {
-    type Target = Path;
-
-    fn deref(&self) -> &Path {
-        &self.0
-    }
-}
-
-impl Drop for Scratch {
-    fn drop(&mut self) {
-        let _ = std::fs::remove_dir_all(&self.0);
-    }
-}
+pub use cep_testkit::Scratch;
 
 /// A finished run: its exit code and its output as text.
 #[derive(Debug)]

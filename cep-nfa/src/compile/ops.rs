@@ -320,14 +320,7 @@ mod tests {
 
     #[test]
     fn int_avg_is_the_nearest_float() {
-        // A small xorshift: deterministic, no dependency.
-        let mut state = 0x9E37_79B9_7F4A_7C15u64;
-        let mut next = move || {
-            state ^= state << 13;
-            state ^= state >> 7;
-            state ^= state << 17;
-            state
-        };
+        let mut next = cep_testkit::XorShift64::default().into_fn();
         for i in 0..20_000 {
             let n = match i % 4 {
                 0 => next() % 16 + 1,

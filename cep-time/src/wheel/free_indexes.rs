@@ -170,12 +170,10 @@ mod tests {
                         // levels: rebuilding the model is slow in a debug
                         // build; the unit test below takes four.)
                         let words = (capacity as usize).div_ceil(64);
-                        let mut state = u64::from(n) | 1;
+                        let mut rng = cep_testkit::XorShift64::new(u64::from(n) | 1);
                         let taken: Vec<u64> = (0..words)
                             .map(|_| {
-                                state ^= state << 13;
-                                state ^= state >> 7;
-                                state ^= state << 17;
+                                let state = rng.next_u64();
                                 match n % 4 {
                                     0 => state,
                                     1 => state & state >> 1 & state >> 2,

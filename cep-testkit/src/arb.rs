@@ -10,58 +10,23 @@
 //! negation conjuncts, NULL-producing arithmetic), statement and element
 //! windows, partitioning, `SELECT` and `AFTER MATCH SKIP`.
 //!
-//! Use it from a test file with `mod support;`.
+//! [`config`] is the property-test configuration every suite uses
+//! (`CEP_PROPTEST_CASES`).
+//!
+//! # Examples
+//! ```
+//! use cep_testkit::arb::{arb_case, config};
+//! use proptest::prelude::*;
+//! use proptest::test_runner::TestRunner;
+//! let mut runner = TestRunner::new(ProptestConfig { cases: 8, ..config() });
+//! runner.run(&arb_case("skip-till-next-match"), |case| {
+//!     prop_assert!(case.query.starts_with("PATTERN "));
+//!     prop_assert!(case.events.windows(2).all(|w| w[0].ts <= w[1].ts));
+//!     Ok(())
+//! }).unwrap();
+//! ```
 
-#![allow(dead_code)]
-
-/// A xorshift generator from `seed` (not 0): fixed, fast pseudo-random
-/// numbers for streams longer than property tests draw.
-pub fn xorshift(mut seed: u64) -> impl FnMut() -> u64 {
-    move || {
-        seed ^= seed << 13;
-        seed ^= seed >> 7;
-        seed ^= seed << 17;
-        seed
-    }
-}
-
-/// A match in the reference matcher's terms, to compare engines with it.
-pub fn to_ref(m: Match) -> RefMatch {
-    let vars = m.vars().map(|v| v.to_vec()).collect();
-    RefMatch { key: m.key, start: m.start, end: m.end, vars }
-}
-
-/// Runs `prog` on the run engine over `events`, then the end of the input:
-/// every match in emission order, in the reference matcher's terms (an
-/// event the engine refuses, as late, is the error).
-pub fn run_engine(prog: cep_nfa::program::Program<Event>, events: &[Event]) -> Result<Vec<RefMatch>, String> {
-    run_engine_with(cep_nfa::engine::Engine::new(prog), events)
-}
-
-/// [`run_engine`] on an engine set up by the caller.
-pub fn run_engine_with(mut engine: cep_nfa::engine::Engine<Event>, events: &[Event]) -> Result<Vec<RefMatch>, String> {
-    let mut got = Vec::new();
-    for e in events {
-        engine.push(e).map_err(|l| l.to_string())?;
-        got.extend(engine.drain().map(to_ref));
-    }
-    engine.finish();
-    got.extend(engine.drain().map(to_ref));
-    Ok(got)
-}
-
-/// Matches in one order (by end, start, rows and key), whatever order an
-/// engine emitted them in: to compare engines as multisets.
-pub fn sorted(mut v: Vec<RefMatch>) -> Vec<RefMatch> {
-    v.sort_by(|a, b| (a.end, a.start, &a.vars, a.key.to_string()).cmp(&(b.end, b.start, &b.vars, b.key.to_string())));
-    v
-}
-
-/// The rise / spike / quiet query of LANGUAGE.md §7, word for word.
-pub const RISE_SPIKE: &str = include_str!("../../../testdata/rise_spike.cep");
-
-use cep_core::{Event, Match, Schema, Sym, Value};
-use cep_nfa::reference::RefMatch;
+use cep_core::{Event, Schema, Sym, Value};
 use proptest::prelude::*;
 use proptest::strategy::{BoxedStrategy, Union};
 
@@ -86,7 +51,7 @@ pub fn arb_case(strategy: &'static str) -> impl Strategy<Value = Case> {
 // Streams
 
 /// One event before timestamps are summed: type, gap, k, x, y.
-type EventSpec = (&'static str, i64, Option<i64>, Option<i64>, i64);
+pub type EventSpec = (&'static str, i64, Option<i64>, Option<i64>, i64);
 
 fn arb_type() -> impl Strategy<Value = &'static str> {
     prop_oneof![4 => Just("A"), 4 => Just("B"), 4 => Just("C"), 1 => Just("D")]
