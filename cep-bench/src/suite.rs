@@ -954,6 +954,19 @@ fn cli_contender(name: &'static str, threads: Option<usize>, extra: &'static [&'
         let (query, out) = (scratch.0.join("q.cep"), scratch.0.join("out.jsonl"));
         std::fs::write(&query, w1::RISE_SPIKE).expect("the query");
         let cep = cep_binary().expect("the cep binary beside this one (cargo build --release -p cep-cli)");
+        if threads != Some(1) {
+            // Which split ran, and why (`--parallel auto` decides by timing
+            // the rows read ahead, so a busy host can change its choice): a
+            // line on stderr beside the table.
+            let mut probe = cep_run(&cep, threads, &query, &csv, &out);
+            let probe = probe.args(extra).arg("--stats").stderr(std::process::Stdio::piped()).output();
+            if let Ok(o) = probe {
+                let text = String::from_utf8_lossy(&o.stderr);
+                if let Some(line) = text.lines().find(|l| l.starts_with("stats: threads:")) {
+                    eprintln!("note: W5-cli {name}: {}", line.trim_start_matches("stats: "));
+                }
+            }
+        }
         Box::new(move |check| {
             let _ = &scratch; // removed with the pass function
             measure(n, check, |tally| {
