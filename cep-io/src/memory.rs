@@ -14,41 +14,32 @@ use crossbeam_channel::{Receiver, RecvTimeoutError};
 
 use crate::read::{EventSource, InputPosition, ReadError};
 
-/// The events of an iterator, as a source.
-///
-/// # Examples
-/// ```
-/// use cep_core::{Event, Sym};
-/// use cep_io::EventSource;
-/// use cep_io::memory::IterSource;
-///
-/// let events = (0..3).map(|i| Event::new(Sym::new("A"), i * 10, 99, Vec::new()));
-/// let mut src = IterSource::new("mem", events);
-/// let mut e = Event::default();
-/// let mut rows = Vec::new();
-/// while src.next_event(&mut e).unwrap() {
-///     rows.push((e.row, e.ts));
-/// }
-/// assert_eq!(rows, [(0, 0), (1, 10), (2, 20)]);
-/// assert_eq!(src.rows(), 3);
-/// ```
-#[derive(Debug)]
-pub struct IterSource<I> {
-    name: String,
-    events: I,
-    rows: u64,
-}
-
-impl<I: Iterator<Item = Event>> IterSource<I> {
-    /// The events of `events`, named `name` in messages.
-    pub fn new(name: impl Into<String>, events: impl IntoIterator<IntoIter = I>) -> IterSource<I> {
-        IterSource { name: name.into(), events: events.into_iter(), rows: 0 }
+/// Where a memory source's events come from, one at a time; a source that
+/// may wait says so (the job then sends out the matches so far).
+pub trait Feed {
+    /// The next event, or `None` at the end.
+    fn next_event(&mut self) -> Option<Event>;
+    /// Whether [`next_event`](Self::next_event) would wait.
+    fn would_wait(&self) -> bool {
+        false
+    }
+    /// Waits up to `timeout` for an event; whether one came (or the end).
+    fn wait(&mut self, _timeout: Duration) -> bool {
+        true
     }
 }
 
-impl<I: Iterator<Item = Event>> EventSource for IterSource<I> {
+/// Events from a [`Feed`], numbered as they come.
+#[derive(Debug)]
+pub struct Memory<F> {
+    name: String,
+    feed: F,
+    rows: u64,
+}
+
+impl<F: Feed> EventSource for Memory<F> {
     fn next_event(&mut self, event: &mut Event) -> Result<bool, ReadError> {
-        let Some(e) = self.events.next() else { return Ok(false) };
+        let Some(e) = self.feed.next_event() else { return Ok(false) };
         *event = e;
         event.row = self.rows;
         self.rows += 1;
@@ -70,6 +61,60 @@ impl<I: Iterator<Item = Event>> EventSource for IterSource<I> {
     fn file(&self) -> &str {
         &self.name
     }
+
+    fn would_wait(&self) -> bool {
+        self.feed.would_wait()
+    }
+
+    fn wait(&mut self, timeout: Duration) -> bool {
+        self.feed.wait(timeout)
+    }
+}
+
+/// An iterator's events (see [`IterSource`]).
+#[derive(Debug)]
+pub struct Iter<I>(I);
+
+impl<I: Iterator<Item = Event>> Feed for Iter<I> {
+    fn next_event(&mut self) -> Option<Event> {
+        self.0.next()
+    }
+}
+
+/// The events of an iterator, as a source.
+///
+/// # Examples
+/// ```
+/// use cep_core::{Event, Sym};
+/// use cep_io::EventSource;
+/// use cep_io::memory::IterSource;
+///
+/// let events = (0..3).map(|i| Event::new(Sym::new("A"), i * 10, 99, Vec::new()));
+/// let mut src = IterSource::new("mem", events);
+/// let mut e = Event::default();
+/// let mut rows = Vec::new();
+/// while src.next_event(&mut e).unwrap() {
+///     rows.push((e.row, e.ts));
+/// }
+/// assert_eq!(rows, [(0, 0), (1, 10), (2, 20)]);
+/// assert_eq!(src.rows(), 3);
+/// ```
+pub type IterSource<I> = Memory<Iter<I>>;
+
+impl<I: Iterator<Item = Event>> IterSource<I> {
+    /// The events of `events`, named `name` in messages.
+    pub fn new(name: impl Into<String>, events: impl IntoIterator<IntoIter = I>) -> IterSource<I> {
+        Memory { name: name.into(), feed: Iter(events.into_iter()), rows: 0 }
+    }
+}
+
+/// A channel's events (see [`ChannelSource`]).
+#[derive(Debug)]
+pub struct Channel {
+    rx: Receiver<Event>,
+    /// An event [`wait`](Feed::wait) received.
+    pending: Option<Event>,
+    ended: bool,
 }
 
 /// The events sent on a channel, as a stream: it ends when every sender is
@@ -91,56 +136,26 @@ impl<I: Iterator<Item = Event>> EventSource for IterSource<I> {
 /// assert_eq!(e.ts, 5);
 /// assert!(!src.next_event(&mut e).unwrap());
 /// ```
-#[derive(Debug)]
-pub struct ChannelSource {
-    name: String,
-    rx: Receiver<Event>,
-    /// An event [`wait`](EventSource::wait) received.
-    pending: Option<Event>,
-    ended: bool,
-    rows: u64,
-}
+pub type ChannelSource = Memory<Channel>;
 
 impl ChannelSource {
     /// The events received on `rx`, named `name` in messages.
     pub fn new(name: impl Into<String>, rx: Receiver<Event>) -> ChannelSource {
-        ChannelSource { name: name.into(), rx, pending: None, ended: false, rows: 0 }
+        Memory { name: name.into(), feed: Channel { rx, pending: None, ended: false }, rows: 0 }
     }
 }
 
-impl EventSource for ChannelSource {
-    fn next_event(&mut self, event: &mut Event) -> Result<bool, ReadError> {
-        let e = match self.pending.take() {
-            Some(e) => e,
-            None if self.ended => return Ok(false),
-            None => match self.rx.recv() {
-                Ok(e) => e,
-                Err(_) => {
-                    self.ended = true;
-                    return Ok(false);
-                }
-            },
-        };
-        *event = e;
-        event.row = self.rows;
-        self.rows += 1;
-        Ok(true)
-    }
-
-    fn last_line(&self) -> u64 {
-        self.rows
-    }
-
-    fn position(&self) -> InputPosition {
-        InputPosition { byte: 0, row: self.rows, line: self.rows }
-    }
-
-    fn rows(&self) -> u64 {
-        self.rows
-    }
-
-    fn file(&self) -> &str {
-        &self.name
+impl Feed for Channel {
+    fn next_event(&mut self) -> Option<Event> {
+        match self.pending.take() {
+            Some(e) => Some(e),
+            None if self.ended => None,
+            None => {
+                let e = self.rx.recv().ok();
+                self.ended = e.is_none();
+                e
+            }
+        }
     }
 
     fn would_wait(&self) -> bool {

@@ -88,7 +88,7 @@ fn a_job_stopped_and_resumed_writes_what_an_uninterrupted_one_writes() {
             let (one, _, _) = run(spec(1, None), &evs, None);
             assert_eq!(whole, one, "{threads} threads write one thread's lines");
         }
-        for (stop_at, every) in [(1234, 100), (7, 1000), (2999, 50), (1500, 1)] {
+        for (stop_at, every) in [(1234, 100), (7, 1000), (2999, 500), (1500, 250)] {
             let d = dir(&format!("{threads}-{stop_at}-{every}"));
             let ckpt = |resume| Some(CheckpointSpec { dir: d.0.clone(), every, resume });
             let (mut first, end, _) = run(spec(threads, ckpt(false)), &evs, Some(stop_at));
