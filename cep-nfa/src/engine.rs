@@ -29,73 +29,18 @@
 //! none.
 
 use std::cmp::Ordering;
-use std::collections::VecDeque;
 
 use cep_core::keys::KeyIndex;
-use cep_core::{Event, Match, Timestamp, Value};
+use cep_core::{Match, Timestamp, Value};
 use cep_time::wheel::{TimerId, TimerWheel};
 
 use crate::buffer::{Buffer, NIL, Node, NodeId};
 use crate::idle::{self, IdleParts};
 use crate::program::{FrameSlot, Program, RegOp, RegUpdate, Selection, SharedFramePred, SkipTo, Strategy, Window};
-use crate::spare::SpareMatches;
 
-/// What the engine needs from an event besides the program's closures.
-pub trait StreamEvent {
-    /// Event time.
-    fn timestamp(&self) -> Timestamp;
-    /// The event's row number in its input, if it has one; otherwise the
-    /// engine numbers events in push order.
-    fn row(&self) -> Option<u64> {
-        None
-    }
-    /// A small integer naming the event's type, when it has one. When the
-    /// program's type tests depend on the type only
-    /// ([`Program::accepts_by_kind`]), the engine runs them once per kind
-    /// and remembers the answer.
-    fn kind(&self) -> Option<u32> {
-        None
-    }
-    /// The value of field `i`, for programs whose frame reads fields by
-    /// index ([`FrameSlot::At`]); NULL by default.
-    fn field(&self, _i: u32) -> Value {
-        Value::Null
-    }
-}
-
-impl StreamEvent for Event {
-    #[inline]
-    fn field(&self, i: u32) -> Value {
-        self.get(i)
-    }
-    fn timestamp(&self) -> Timestamp {
-        self.ts
-    }
-    fn row(&self) -> Option<u64> {
-        Some(self.row)
-    }
-    fn kind(&self) -> Option<u32> {
-        Some(self.ty.index())
-    }
-}
-
-/// An event older than the watermark: it can no longer be processed in
-/// event-time order.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct LateEvent {
-    /// The event's timestamp.
-    pub ts: Timestamp,
-    /// The watermark it fell behind.
-    pub watermark: Timestamp,
-}
-
-impl std::fmt::Display for LateEvent {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        write!(f, "event at ts {} is behind the watermark {}", self.ts, self.watermark)
-    }
-}
-
-impl std::error::Error for LateEvent {}
+// At their old paths, so that other crates keep compiling.
+use crate::engines::api::MatchQueue;
+pub use crate::engines::api::{LateEvent, StreamEvent};
 
 /// Counters and gauges of an engine.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
@@ -446,7 +391,6 @@ pub struct EngineSnapshot {
 /// ```
 pub struct Engine<E> {
     prog: Program<E>,
-    callback: Option<Box<dyn FnMut(Match) + Send>>,
     parts: Vec<Partition>,
     hot: Vec<Hot>,
     ring: Vec<Value>,
@@ -474,10 +418,10 @@ pub struct Engine<E> {
     idle: IdleParts,
     watermark: Timestamp,
     seq: u64,
-    out: VecDeque<Match>,
-    /// Matches handed back ([`recycle`](Self::recycle)), whose vectors the
-    /// next final runs fill.
-    spare: SpareMatches,
+    /// Final matches, to the callback or queued, and the matches handed
+    /// back ([`recycle`](Self::recycle)), whose vectors the next final
+    /// runs fill.
+    out: MatchQueue,
     stats: Stats,
     // Scratch, reused across events.
     frame: Vec<Value>,
@@ -540,7 +484,6 @@ impl<E: StreamEvent> Engine<E> {
             prog.negations.iter().enumerate().filter(|(_, g)| g.deferred.is_some()).fold(0u64, |m, (i, _)| m | 1 << i);
         let shape = HistoryShape { cols: prog.history.len(), depth: prog.history_depth };
         Engine {
-            callback: None,
             parts: Vec::new(),
             hot: Vec::new(),
             ring: Vec::new(),
@@ -555,8 +498,7 @@ impl<E: StreamEvent> Engine<E> {
             idle: IdleParts::new(may_give_up(&prog)),
             watermark: Timestamp::MIN,
             seq: 0,
-            out: VecDeque::new(),
-            spare: SpareMatches::default(),
+            out: MatchQueue::default(),
             stats: Stats::default(),
             frame: vec![Value::Null; prog.frame.len()],
             acc: 0,
@@ -604,7 +546,7 @@ impl<E: StreamEvent> Engine<E> {
     /// assert!(engine.pop().is_none());
     /// ```
     pub fn set_callback(&mut self, f: impl FnMut(Match) + Send + 'static) {
-        self.callback = Some(Box::new(f));
+        self.out.set_callback(f);
     }
 
     /// Gives up idle partitions (see the crate's README, "Memory per
@@ -689,7 +631,7 @@ impl<E: StreamEvent> Engine<E> {
     /// assert_eq!(resumed.pop().unwrap().rows, [0, 1]);
     /// ```
     pub fn snapshot(&self) -> EngineSnapshot {
-        debug_assert!(self.out.is_empty() && self.done.is_empty(), "snapshot between events, matches taken");
+        debug_assert!(!self.out.has_matches() && self.done.is_empty(), "snapshot between events, matches taken");
         // Partitions given up are left out (nothing refers to them). Only a
         // query without history gives any up, so the ring is empty then.
         debug_assert!(self.idle.none_given_up() || self.ring.is_empty());
@@ -799,12 +741,13 @@ impl<E: StreamEvent> Engine<E> {
 
     /// Matches emitted and not yet taken.
     pub fn drain(&mut self) -> std::collections::vec_deque::Drain<'_, Match> {
-        self.out.drain(..)
+        self.out.drain()
     }
 
     /// Takes the oldest match not yet taken.
+    #[inline]
     pub fn pop(&mut self) -> Option<Match> {
-        self.out.pop_front()
+        self.out.pop()
     }
 
     /// Hands back a match taken with [`pop`](Self::pop) and done with: a
@@ -812,7 +755,7 @@ impl<E: StreamEvent> Engine<E> {
     /// [`SPARE_MATCHES`](crate::spare::SPARE_MATCHES) are kept.)
     #[inline]
     pub fn recycle(&mut self, m: Match) {
-        self.spare.keep(m);
+        self.out.recycle(m);
     }
 
     /// Whether a match waits to be taken ([`pop`](Self::pop) would give
@@ -834,7 +777,7 @@ impl<E: StreamEvent> Engine<E> {
     /// ```
     #[inline]
     pub fn has_matches(&self) -> bool {
-        !self.out.is_empty()
+        self.out.has_matches()
     }
 
     /// Processes one event. Events must come in non-decreasing `ts` order
@@ -1147,7 +1090,7 @@ impl<E: StreamEvent> Engine<E> {
     fn queue_done(&mut self, pid: u32, r: &Run) {
         self.buffer.path(r.node, &mut self.path);
         let n = self.prog.elements.len();
-        let (mut rows, mut ends) = match self.spare.take() {
+        let (mut rows, mut ends) = match self.out.take_spare() {
             Some(m) => (m.rows, m.ends),
             None => (Vec::with_capacity(self.path.len()), Vec::with_capacity(n)),
         };
@@ -1467,10 +1410,7 @@ impl<E: StreamEvent> Engine<E> {
                 rows: std::mem::take(&mut done[i].rows),
                 ends: std::mem::take(&mut done[i].ends),
             };
-            match &mut self.callback {
-                Some(f) => f(m),
-                None => self.out.push_back(m),
-            }
+            self.out.emit(m);
             self.stats.matches += 1;
             let d = &done[i];
             if let Some((lo, hi)) = d.discard {

@@ -6,6 +6,7 @@ pub mod compile;
 pub mod corpus;
 pub mod diag;
 pub mod engine;
+pub mod engines;
 pub mod idle;
 pub mod program;
 pub mod reference;

@@ -24,16 +24,14 @@
 //!   enumerated once and combined with every member. A match then comes out
 //!   up to one window length (in event time) after its last event.
 
-use std::collections::VecDeque;
 use std::ops::ControlFlow;
 
 use cep_core::keys::KeyIndex;
 use cep_core::{Match, Timestamp, Value};
 
-use crate::engine::{LateEvent, StreamEvent};
+use crate::engines::api::{LateEvent, MatchQueue, StreamEvent};
 use crate::idle::{self, IdleParts};
 use crate::program::{FrameSlot, Program, SharedFramePred, Strategy, Window};
-use crate::spare::SpareMatches;
 use crate::syntax::ast::{Quant, Selection};
 
 /// A match as the stack engine builds it, borrowed for the duration of a
@@ -382,11 +380,10 @@ pub struct StackEngine<E> {
     /// [`drop_idle_partitions`](Self::drop_idle_partitions). A partition
     /// is given up exactly when the index no longer maps its key to it.
     idle: IdleParts,
-    out: VecDeque<Match>,
-    /// Matches handed back ([`recycle`](Self::recycle)), to fill again:
-    /// a match-heavy query otherwise allocates two vectors per match.
-    spare: SpareMatches,
-    callback: Option<Box<dyn FnMut(Match) + Send>>,
+    /// Matches found, to the callback or queued, and the matches handed
+    /// back ([`recycle`](Self::recycle)), to fill again: a match-heavy
+    /// query otherwise allocates two vectors per match.
+    out: MatchQueue,
     watermark: Timestamp,
     seq: u64,
     width: usize,
@@ -470,9 +467,7 @@ impl<E: StreamEvent> StackEngine<E> {
             index: KeyIndex::default(),
             parts: Vec::new(),
             idle: IdleParts::new(true),
-            out: VecDeque::new(),
-            spare: SpareMatches::default(),
-            callback: None,
+            out: MatchQueue::default(),
             watermark: Timestamp::MIN,
             seq: 0,
             due: Timestamp::MIN,
@@ -496,29 +491,27 @@ impl<E: StreamEvent> StackEngine<E> {
 
     /// Sends matches to `f` as they are found instead of queueing them.
     pub fn set_callback(&mut self, f: impl FnMut(Match) + Send + 'static) {
-        self.callback = Some(Box::new(f));
+        self.out.set_callback(f);
     }
 
     /// Runs `step` with a visitor that queues each match (or hands it to
     /// the callback).
     fn collecting(&mut self, step: impl FnOnce(&mut Self, &mut dyn FnMut(&MatchRef<'_>))) {
         let mut out = std::mem::take(&mut self.out);
-        let mut spare = std::mem::take(&mut self.spare);
-        let mut callback = self.callback.take();
-        let mut visit = |m: &MatchRef<'_>| match &mut callback {
-            Some(f) => f(m.to_match()),
-            None => out.push_back(match spare.take() {
+        let mut visit = |m: &MatchRef<'_>| {
+            // A callback gets a new match; a queued one reuses a spare.
+            let spare = if out.has_callback() { None } else { out.take_spare() };
+            let owned = match spare {
                 Some(mut owned) => {
                     m.fill(&mut owned);
                     owned
                 }
                 None => m.to_match(),
-            }),
+            };
+            out.emit(owned);
         };
         step(self, &mut visit);
         self.out = out;
-        self.spare = spare;
-        self.callback = callback;
     }
 
     /// Gives up idle partitions (see the crate's README, "Memory per
@@ -595,7 +588,7 @@ impl<E: StreamEvent> StackEngine<E> {
     /// assert_eq!(resumed.pop().unwrap().rows, [0, 1]);
     /// ```
     pub fn snapshot(&self) -> StackSnapshot {
-        debug_assert!(self.out.is_empty(), "snapshot between events, matches taken");
+        debug_assert!(!self.out.has_matches(), "snapshot between events, matches taken");
         // Partitions given up are left out, the others renumbered in order
         // (only `dirty` refers to them by number).
         let mut renumbered = vec![u32::MAX; self.parts.len()];
@@ -654,12 +647,13 @@ impl<E: StreamEvent> StackEngine<E> {
 
     /// Matches emitted and not yet taken.
     pub fn drain(&mut self) -> std::collections::vec_deque::Drain<'_, Match> {
-        self.out.drain(..)
+        self.out.drain()
     }
 
     /// Takes the oldest match not yet taken.
+    #[inline]
     pub fn pop(&mut self) -> Option<Match> {
-        self.out.pop_front()
+        self.out.pop()
     }
 
     /// Hands back a match taken with [`pop`](Self::pop) and done with: a
@@ -667,14 +661,14 @@ impl<E: StreamEvent> StackEngine<E> {
     /// [`SPARE_MATCHES`](crate::spare::SPARE_MATCHES) are kept.)
     #[inline]
     pub fn recycle(&mut self, m: Match) {
-        self.spare.keep(m);
+        self.out.recycle(m);
     }
 
     /// Whether a match waits to be taken ([`pop`](Self::pop) would give
     /// one).
     #[inline]
     pub fn has_matches(&self) -> bool {
-        !self.out.is_empty()
+        self.out.has_matches()
     }
 
     /// Processes one event. Events must come in non-decreasing `ts` order
