@@ -38,47 +38,10 @@ use crate::buffer::{Buffer, NIL, Node, NodeId};
 use crate::idle::{self, IdleParts};
 use crate::program::{FrameSlot, Program, RegOp, RegUpdate, Selection, SharedFramePred, SkipTo, Strategy, Window};
 
+use crate::engines::api::{MatchEngine, MatchQueue};
+use crate::engines::error::RestoreError;
 // At their old paths, so that other crates keep compiling.
-use crate::engines::api::MatchQueue;
-pub use crate::engines::api::{LateEvent, StreamEvent};
-
-/// Counters and gauges of an engine.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
-pub struct Stats {
-    /// Events pushed (late ones excluded).
-    pub events: u64,
-    /// Matches emitted.
-    pub matches: u64,
-    /// Live runs (partial matches).
-    pub runs: usize,
-    /// Matches waiting for a quiet period.
-    pub pending: usize,
-    /// Live buffer nodes.
-    pub nodes: usize,
-    /// Partitions held: one per key seen, but the run engine gives up a
-    /// partition that nothing in it could matter to a later event of its
-    /// key (see the crate's README, "Memory per engine").
-    pub partitions: usize,
-    /// Bytes of live matching state: runs and pending matches (with their
-    /// registers) and buffer nodes. Excludes spare capacity and the
-    /// per-partition table.
-    pub state_bytes: usize,
-    /// Partial matches dropped to keep a key within its cap
-    /// ([`Engine::set_max_partials_per_key`]).
-    pub dropped: u64,
-}
-
-impl Stats {
-    /// Live partial matches (runs and pending matches).
-    pub fn partials(&self) -> usize {
-        self.runs + self.pending
-    }
-
-    /// Bytes of state per live partial match (0 when there is none).
-    pub fn bytes_per_partial(&self) -> usize {
-        self.state_bytes.checked_div(self.partials()).unwrap_or(0)
-    }
-}
+pub use crate::engines::api::{LateEvent, Stats, StreamEvent};
 
 #[derive(Clone, Copy, Debug, serde::Serialize, serde::Deserialize)]
 struct Run {
@@ -364,7 +327,35 @@ pub struct EngineSnapshot {
     nodes: Vec<(u32, Node)>,
     watermark: Timestamp,
     seq: u64,
-    stats: Stats,
+    stats: SavedStats,
+}
+
+/// The counters as an [`EngineSnapshot`] holds them: the fields, in their
+/// order, that [`Stats`] had before it gained the stack engine's, so that a
+/// checkpoint's bytes stay as they were (the engine counts `events`,
+/// `matches` and `dropped`; the gauges are measured when asked).
+#[derive(Clone, Copy, Debug, serde::Serialize, serde::Deserialize)]
+struct SavedStats {
+    events: u64,
+    matches: u64,
+    runs: usize,
+    pending: usize,
+    nodes: usize,
+    partitions: usize,
+    state_bytes: usize,
+    dropped: u64,
+}
+
+impl SavedStats {
+    fn of(s: Stats) -> SavedStats {
+        let Stats { events, matches, runs, pending, nodes, partitions, state_bytes, dropped, .. } = s;
+        SavedStats { events, matches, runs, pending, nodes, partitions, state_bytes, dropped }
+    }
+
+    fn stats(self) -> Stats {
+        let SavedStats { events, matches, runs, pending, nodes, partitions, state_bytes, dropped } = self;
+        Stats { events, matches, runs, pending, nodes, partitions, state_bytes, dropped, ..Stats::default() }
+    }
 }
 
 /// The run engine for one query.
@@ -644,20 +635,20 @@ impl<E: StreamEvent> Engine<E> {
             nodes: self.buffer.nodes(),
             watermark: self.watermark,
             seq: self.seq,
-            stats: self.stats,
+            stats: SavedStats::of(self.stats),
         }
     }
 
     /// Replaces this engine's state with a [`snapshot`](Self::snapshot) of
     /// an engine of the same program. An error (and the state left empty)
     /// when the snapshot does not fit the program.
-    pub fn restore(&mut self, mut snap: EngineSnapshot) -> Result<(), String> {
+    pub fn restore(&mut self, mut snap: EngineSnapshot) -> Result<(), RestoreError> {
         let fits = snap.parts.len() == snap.hot.len()
             && snap.parts.len() == snap.scheduled.len()
             && snap.parts.iter().all(|p| p.runs.stride == self.prog.regs && p.pending.stride == self.prog.regs)
             && (self.shape.inline() || snap.ring.len() == snap.parts.len() * self.shape.stride());
         if !fits {
-            return Err(format!("the saved state of query `{}` does not fit its program", self.prog.name));
+            return Err(RestoreError::unfit(&self.prog.name));
         }
         let buffer = self.checked_state(&mut snap)?;
         let mut index = KeyIndex::default();
@@ -686,7 +677,7 @@ impl<E: StreamEvent> Engine<E> {
         self.ring = snap.ring;
         self.watermark = snap.watermark;
         self.seq = snap.seq;
-        self.stats = snap.stats;
+        self.stats = snap.stats.stats();
         self.kind_cache = [NO_ANSWER; KIND_WAYS];
         self.out.clear();
         Ok(())
@@ -699,8 +690,8 @@ impl<E: StreamEvent> Engine<E> {
     /// and nodes that refer to it (recounted, not read). A state that fails
     /// (made by hand, or by another program) would make the engine panic
     /// later.
-    fn checked_state(&self, snap: &mut EngineSnapshot) -> Result<Buffer, String> {
-        let bad = |what: &str| crate::select::inconsistent(&self.prog.name, what);
+    fn checked_state(&self, snap: &mut EngineSnapshot) -> Result<Buffer, RestoreError> {
+        let bad = |what: &str| RestoreError::inconsistent(&self.prog.name, what);
         let elements = self.prog.elements.len();
         let (width, depth) = (self.frame.len(), self.shape.depth);
         let counts = [snap.seq, snap.stats.events, snap.stats.matches, snap.stats.dropped];
@@ -1432,6 +1423,69 @@ impl<E: StreamEvent> Engine<E> {
         }
         done.clear();
         self.done = done;
+    }
+}
+
+impl<E: StreamEvent> MatchEngine<E> for Engine<E> {
+    type Snapshot = EngineSnapshot;
+
+    fn program(&self) -> &Program<E> {
+        self.program()
+    }
+
+    fn watermark(&self) -> Timestamp {
+        self.watermark()
+    }
+
+    /// A trailing `NOT`'s quiet period ending makes its matches final.
+    #[inline]
+    fn emits_on_advance(&self) -> bool {
+        self.prog.trailing.is_some()
+    }
+
+    #[inline]
+    fn push(&mut self, e: &E) -> Result<(), LateEvent> {
+        self.push(e)
+    }
+
+    #[inline]
+    fn push_batch(&mut self, events: &[E]) -> Result<(), (usize, LateEvent)> {
+        self.push_batch(events)
+    }
+
+    #[inline]
+    fn advance(&mut self, wm: Timestamp) {
+        self.advance(wm);
+    }
+
+    fn finish(&mut self) {
+        self.finish();
+    }
+
+    #[inline]
+    fn matches(&self) -> &MatchQueue {
+        &self.out
+    }
+
+    #[inline]
+    fn matches_mut(&mut self) -> &mut MatchQueue {
+        &mut self.out
+    }
+
+    fn stats(&self) -> Stats {
+        self.stats()
+    }
+
+    fn set_max_partials_per_key(&mut self, cap: usize) {
+        self.set_max_partials_per_key(cap);
+    }
+
+    fn snapshot(&self) -> EngineSnapshot {
+        self.snapshot()
+    }
+
+    fn restore(&mut self, snap: EngineSnapshot) -> Result<(), RestoreError> {
+        self.restore(snap)
     }
 }
 

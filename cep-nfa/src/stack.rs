@@ -29,7 +29,8 @@ use std::ops::ControlFlow;
 use cep_core::keys::KeyIndex;
 use cep_core::{Match, Timestamp, Value};
 
-use crate::engines::api::{LateEvent, MatchQueue, StreamEvent};
+use crate::engines::api::{LateEvent, MatchEngine, MatchQueue, Stats, StreamEvent};
+use crate::engines::error::RestoreError;
 use crate::idle::{self, IdleParts};
 use crate::program::{FrameSlot, Program, SharedFramePred, Strategy, Window};
 use crate::syntax::ast::{Quant, Selection};
@@ -307,30 +308,45 @@ impl Part {
     }
 }
 
-/// Counters of a stack engine.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
-pub struct StackStats {
-    /// Events pushed (late ones excluded).
-    pub events: u64,
-    /// Matches emitted.
-    pub matches: u64,
-    /// Live stack entries.
-    pub entries: usize,
-    /// Accepting entries waiting for their batch.
-    pub pending: usize,
-    /// Partitions held: one per key seen, but a partition that nothing in
-    /// it could matter to a later event of its key is given up (see the
-    /// crate's README, "Memory per engine").
-    pub partitions: usize,
-    /// Clusters built (one per accepting entry in per-event mode).
-    pub clusters: u64,
-    /// Prefix paths enumerated (shared by a cluster's members).
-    pub prefixes: u64,
-    /// Bytes of live state: entries with their frames.
-    pub state_bytes: usize,
-    /// Entries dropped to keep a key within its cap
-    /// ([`StackEngine::set_max_entries_per_key`]).
-    pub dropped: u64,
+/// The counters as a [`StackSnapshot`] holds them: the fields, in their
+/// order, of the stack engine's own statistics before both engines shared
+/// [`Stats`], so that a checkpoint's bytes stay as they were (`entries` is
+/// [`Stats::runs`]; the gauges are measured when asked).
+#[derive(Clone, Copy, Debug, serde::Serialize, serde::Deserialize)]
+struct SavedStats {
+    events: u64,
+    matches: u64,
+    entries: usize,
+    pending: usize,
+    partitions: usize,
+    clusters: u64,
+    prefixes: u64,
+    state_bytes: usize,
+    dropped: u64,
+}
+
+impl SavedStats {
+    fn of(s: Stats) -> SavedStats {
+        let Stats { events, matches, runs, pending, partitions, clusters, prefixes, state_bytes, dropped, .. } = s;
+        SavedStats { events, matches, entries: runs, pending, partitions, clusters, prefixes, state_bytes, dropped }
+    }
+
+    fn stats(self) -> Stats {
+        let SavedStats { events, matches, entries, pending, partitions, clusters, prefixes, state_bytes, dropped } =
+            self;
+        Stats {
+            events,
+            matches,
+            runs: entries,
+            pending,
+            partitions,
+            clusters,
+            prefixes,
+            state_bytes,
+            dropped,
+            ..Stats::default()
+        }
+    }
 }
 
 /// The saved state of a [`StackEngine`] (see [`StackEngine::snapshot`]):
@@ -343,7 +359,7 @@ pub struct StackSnapshot {
     due: Timestamp,
     events_since_batch: u64,
     dirty: Vec<u32>,
-    stats: StackStats,
+    stats: SavedStats,
 }
 
 /// The stack engine over a qualifying [`Program`] (see [`qualifies`]).
@@ -400,7 +416,7 @@ pub struct StackEngine<E> {
     events_since_batch: u64,
     dirty: Vec<u32>,
     build: Build,
-    stats: StackStats,
+    stats: Stats,
     /// Some condition links two variables (or a completion condition
     /// reads registers): matches must be built to be checked.
     linked: bool,
@@ -474,7 +490,7 @@ impl<E: StreamEvent> StackEngine<E> {
             events_since_batch: 0,
             dirty: Vec::new(),
             build: Build { path: vec![0; n], regs: vec![Value::Null; prog.regs], ..Build::default() },
-            stats: StackStats::default(),
+            stats: Stats::default(),
             prog,
         })
     }
@@ -525,9 +541,11 @@ impl<E: StreamEvent> StackEngine<E> {
 
     /// Bounds each element's stack to `cap` entries per key: when one
     /// holds more, entries of events more than `cap` of the key's events
-    /// ago are dropped, oldest first (counted in
-    /// [`StackStats::dropped`]); matches that needed them are lost. An
-    /// accepting entry waiting for its batch is never dropped.
+    /// ago are dropped, oldest first (counted in [`Stats::dropped`]);
+    /// matches that needed them are lost. An accepting entry waiting for its
+    /// batch is never dropped. (The run engine's method of the same name
+    /// bounds its runs per key; a stack entry is this engine's partial
+    /// match.)
     ///
     /// # Examples
     /// ```
@@ -538,7 +556,7 @@ impl<E: StreamEvent> StackEngine<E> {
     /// let q = "PATTERN SEQ(A a, B b) WHERE skip-till-any-match";
     /// let prog = compile(q, &mut Schema::new(), &Options::default()).unwrap().programs.remove(0);
     /// let mut engine = StackEngine::new(prog, Construction::Direct).unwrap();
-    /// engine.set_max_entries_per_key(2);
+    /// engine.set_max_partials_per_key(2);
     /// for (row, ty) in ["A", "A", "A", "B"].into_iter().enumerate() {
     ///     engine.push(&Event::new(Sym::new(ty), row as i64, row as u64, vec![])).unwrap();
     /// }
@@ -546,8 +564,8 @@ impl<E: StreamEvent> StackEngine<E> {
     /// let rows: Vec<Vec<u64>> = engine.drain().map(|m| m.rows).collect();
     /// assert_eq!(rows, [vec![1, 3], vec![2, 3]]);
     /// ```
-    pub fn set_max_entries_per_key(&mut self, cap: u64) {
-        self.max_entries = cap.max(1);
+    pub fn set_max_partials_per_key(&mut self, cap: usize) {
+        self.max_entries = u64::try_from(cap).unwrap_or(u64::MAX).max(1);
     }
 
     /// The current watermark (`i64::MIN` before any event).
@@ -555,13 +573,14 @@ impl<E: StreamEvent> StackEngine<E> {
         self.watermark
     }
 
-    /// Counters and gauges.
-    pub fn stats(&self) -> StackStats {
+    /// Counters and gauges: live stack entries count as runs (partial
+    /// matches), accepting entries waiting for their batch as pending.
+    pub fn stats(&self) -> Stats {
         let mut s = self.stats;
-        s.entries = self.parts.iter().flat_map(|p| &p.stacks).map(Stack::live).sum();
+        s.runs = self.parts.iter().flat_map(|p| &p.stacks).map(Stack::live).sum();
         s.pending = self.parts.iter().map(|p| p.pending.len()).sum();
         s.partitions = self.idle.in_use(self.parts.len());
-        s.state_bytes = s.entries * (std::mem::size_of::<Entry>() + self.width * std::mem::size_of::<Value>());
+        s.state_bytes = s.runs * (std::mem::size_of::<Entry>() + self.width * std::mem::size_of::<Value>());
         s
     }
 
@@ -604,22 +623,22 @@ impl<E: StreamEvent> StackEngine<E> {
             due: self.due,
             events_since_batch: self.events_since_batch,
             dirty: self.dirty.iter().map(|&pid| renumbered[pid as usize]).collect(),
-            stats: self.stats,
+            stats: SavedStats::of(self.stats),
         }
     }
 
     /// Replaces this engine's state with a [`snapshot`](Self::snapshot) of
     /// an engine of the same program; an error when it does not fit.
-    pub fn restore(&mut self, snap: StackSnapshot) -> Result<(), String> {
+    pub fn restore(&mut self, snap: StackSnapshot) -> Result<(), RestoreError> {
         let n = self.prog.elements.len();
         let fits =
             snap.parts.iter().all(|p| {
                 p.stacks.len() == n && p.stacks.iter().all(|s| s.frames.len() == s.entries.len() * self.width)
             }) && snap.dirty.iter().all(|&d| (d as usize) < snap.parts.len());
         if !fits {
-            return Err(format!("the saved state of query `{}` does not fit its program", self.prog.name));
+            return Err(RestoreError::unfit(&self.prog.name));
         }
-        let bad = |what: &str| crate::select::inconsistent(&self.prog.name, what);
+        let bad = |what: &str| RestoreError::inconsistent(&self.prog.name, what);
         let st = &snap.stats;
         let counts = [snap.seq, st.events, st.matches, st.clusters, st.prefixes, st.dropped];
         if !crate::select::saved_counts_fit(counts.into_iter().chain(snap.parts.iter().map(|p| p.next_pos))) {
@@ -640,7 +659,7 @@ impl<E: StreamEvent> StackEngine<E> {
         self.due = snap.due;
         self.events_since_batch = snap.events_since_batch;
         self.dirty = snap.dirty;
-        self.stats = snap.stats;
+        self.stats = snap.stats.stats();
         self.out.clear();
         Ok(())
     }
@@ -676,6 +695,22 @@ impl<E: StreamEvent> StackEngine<E> {
     pub fn push(&mut self, e: &E) -> Result<(), LateEvent> {
         let mut result = Ok(());
         self.collecting(|me, visit| result = me.push_to(e, visit));
+        result
+    }
+
+    /// Processes events in order, as [`push`](Self::push) would one by one;
+    /// stops at the first late event, with its index (the events before it
+    /// were processed, it and the rest were not).
+    pub fn push_batch(&mut self, events: &[E]) -> Result<(), (usize, LateEvent)> {
+        let mut result = Ok(());
+        self.collecting(|me, visit| {
+            for (i, e) in events.iter().enumerate() {
+                if let Err(late) = me.push_to(e, visit) {
+                    result = Err((i, late));
+                    return;
+                }
+            }
+        });
         result
     }
 
@@ -1018,6 +1053,69 @@ impl<E: StreamEvent> StackEngine<E> {
             Some(Window::Time(w)) => self.watermark.saturating_add(w.max(1)),
             _ => Timestamp::MAX,
         };
+    }
+}
+
+impl<E: StreamEvent> MatchEngine<E> for StackEngine<E> {
+    type Snapshot = StackSnapshot;
+
+    fn program(&self) -> &Program<E> {
+        self.program()
+    }
+
+    fn watermark(&self) -> Timestamp {
+        self.watermark()
+    }
+
+    /// A batch boundary passing builds the batch's matches.
+    #[inline]
+    fn emits_on_advance(&self) -> bool {
+        self.construction == Construction::Batch
+    }
+
+    #[inline]
+    fn push(&mut self, e: &E) -> Result<(), LateEvent> {
+        self.push(e)
+    }
+
+    #[inline]
+    fn push_batch(&mut self, events: &[E]) -> Result<(), (usize, LateEvent)> {
+        self.push_batch(events)
+    }
+
+    #[inline]
+    fn advance(&mut self, wm: Timestamp) {
+        self.advance(wm);
+    }
+
+    fn finish(&mut self) {
+        self.finish();
+    }
+
+    #[inline]
+    fn matches(&self) -> &MatchQueue {
+        &self.out
+    }
+
+    #[inline]
+    fn matches_mut(&mut self) -> &mut MatchQueue {
+        &mut self.out
+    }
+
+    fn stats(&self) -> Stats {
+        self.stats()
+    }
+
+    fn set_max_partials_per_key(&mut self, cap: usize) {
+        self.set_max_partials_per_key(cap);
+    }
+
+    fn snapshot(&self) -> StackSnapshot {
+        self.snapshot()
+    }
+
+    fn restore(&mut self, snap: StackSnapshot) -> Result<(), RestoreError> {
+        self.restore(snap)
     }
 }
 

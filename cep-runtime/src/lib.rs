@@ -1028,7 +1028,7 @@ impl Runner {
             return Err(format!("the saved state is inconsistent: an event at {} is held as at {ts}", e.ts));
         }
         for (engine, s) in self.engines.iter_mut().zip(snap.engines) {
-            engine.restore(s)?;
+            engine.restore(s).map_err(|e| e.to_string())?;
         }
         if let (Some(lv), Some(s)) = (&mut self.levels, snap.levels) {
             lv.index.restore(s)?;
