@@ -14,3 +14,5 @@ pub mod select;
 pub mod spare;
 pub mod stack;
 pub mod syntax;
+
+pub use engines::{EngineError, RestoreError};

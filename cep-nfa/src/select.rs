@@ -15,7 +15,7 @@ use cep_core::{Match, Timestamp};
 
 use crate::engine::Engine;
 use crate::engines::api::{LateEvent, MatchEngine, Stats, StreamEvent};
-use crate::engines::error::RestoreError;
+use crate::engines::error::{EngineError, RestoreError};
 use crate::program::Program;
 use crate::stack::{self, Construction, StackEngine};
 
@@ -79,7 +79,7 @@ impl EngineKind {
 /// assert!(why.contains("skip-till-next-match"), "{why}");
 /// assert!(explain(p, EngineChoice::Stack).is_err());
 /// ```
-pub fn explain<E>(prog: &Program<E>, choice: EngineChoice) -> Result<(EngineKind, String), String> {
+pub fn explain<E>(prog: &Program<E>, choice: EngineChoice) -> Result<(EngineKind, String), EngineError> {
     let qualifies = stack::qualifies(prog);
     match (choice, qualifies) {
         (EngineChoice::Run, Ok(())) => Ok((EngineKind::Run, "forced (the stack engine would apply)".into())),
@@ -91,7 +91,7 @@ pub fn explain<E>(prog: &Program<E>, choice: EngineChoice) -> Result<(EngineKind
             "a sequence of single events under skip-till-any-match: matches are built from per-element stacks".into(),
         )),
         (EngineChoice::Auto, Err(why)) => Ok((EngineKind::Run, format!("the stack engine does not apply: {why}"))),
-        (EngineChoice::Stack, Err(why)) => Err(format!("query `{}` cannot run on the stack engine: {why}", prog.name)),
+        (EngineChoice::Stack, Err(why)) => Err(why.forced(&prog.name)),
     }
 }
 
@@ -139,7 +139,11 @@ macro_rules! each {
 impl<E: StreamEvent> QueryEngine<E> {
     /// The engine `choice` gives `prog` (the stack engine builds matches as
     /// `construction` says), or why the forced one cannot run it.
-    pub fn new(prog: Program<E>, choice: EngineChoice, construction: Construction) -> Result<QueryEngine<E>, String> {
+    pub fn new(
+        prog: Program<E>,
+        choice: EngineChoice,
+        construction: Construction,
+    ) -> Result<QueryEngine<E>, EngineError> {
         let (kind, _) = explain(&prog, choice)?;
         Ok(match kind {
             EngineKind::Stack => QueryEngine::Stack(StackEngine::new(prog, construction)?),

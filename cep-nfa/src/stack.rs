@@ -30,7 +30,7 @@ use cep_core::keys::KeyIndex;
 use cep_core::{Match, Timestamp, Value};
 
 use crate::engines::api::{LateEvent, MatchEngine, MatchQueue, Stats, StreamEvent};
-use crate::engines::error::RestoreError;
+use crate::engines::error::{EngineError, RestoreError};
 use crate::idle::{self, IdleParts};
 use crate::program::{FrameSlot, Program, SharedFramePred, Strategy, Window};
 use crate::syntax::ast::{Quant, Selection};
@@ -158,40 +158,42 @@ pub enum Construction {
 /// assert_eq!(qualifies(p), Ok(()));
 /// let q = "PATTERN SEQ(A a, B+ b[], D d) WHERE skip-till-any-match";
 /// let p = &compile(q, &mut Schema::new(), &Options::default()).unwrap().programs[0];
-/// assert_eq!(qualifies(p).unwrap_err(), "element `b` is not a single event (`+`, `*` and `?` need the run engine)");
+/// let err = qualifies(p).unwrap_err();
+/// assert_eq!(err.to_string(), "element `b` is not a single event (`+`, `*` and `?` need the run engine)");
+/// assert_eq!(err.variable(), Some("b"));
 /// ```
-pub fn qualifies<E>(prog: &Program<E>) -> Result<(), String> {
+pub fn qualifies<E>(prog: &Program<E>) -> Result<(), EngineError> {
     if prog.strategy != Strategy::AnyMatch {
-        return Err(format!("the strategy is {}, not skip-till-any-match", prog.strategy.name()));
+        return Err(EngineError::strategy(prog.strategy.name()));
     }
     if let Some(e) = prog.elements.iter().find(|e| e.quant != Quant::One) {
-        return Err(format!("element `{}` is not a single event (`+`, `*` and `?` need the run engine)", e.var));
+        return Err(EngineError::not_single(&e.var));
     }
     if let Some(n) = prog.negations.first() {
-        return Err(format!("`NOT {}` needs the run engine", n.var));
+        return Err(EngineError::negation(&n.var));
     }
     if let Some(t) = &prog.trailing {
-        return Err(format!("the trailing `NOT {}` needs the run engine", t.var));
+        return Err(EngineError::trailing(&t.var));
     }
     if prog.select != Selection::All {
-        return Err("SELECT EARLIEST/LATEST needs the run engine".into());
+        return Err(EngineError::select());
     }
     if prog.skip != crate::program::SkipTo::None {
-        return Err("AFTER MATCH SKIP needs the run engine".into());
+        return Err(EngineError::skip());
     }
     if let Some(e) = prog.elements.iter().find(|e| e.within.is_some()) {
-        return Err(format!("the window on element `{}` needs the run engine", e.var));
+        return Err(EngineError::element_window(&e.var));
     }
     if prog.history_depth > 0 {
-        return Err("PREV needs the run engine".into());
+        return Err(EngineError::prev());
     }
     for e in &prog.elements {
         for c in e.conds.iter().filter(|c| !c.skip_first) {
             if c.own_regs {
-                return Err(format!("the condition `{}` reads more of `{}` than the event itself", c.text, e.var));
+                return Err(EngineError::own_regs(&c.text, &e.var));
             }
             if c.earliest.is_some() && c.frame_pred.is_none() {
-                return Err(format!("the condition `{}` of `{}` needs the event itself later", c.text, e.var));
+                return Err(EngineError::later(&c.text, &e.var));
             }
         }
     }
@@ -457,7 +459,7 @@ const UNWINDOWED_BATCH: u64 = 1024;
 
 impl<E: StreamEvent> StackEngine<E> {
     /// An engine for `prog`, or why it cannot run here.
-    pub fn new(prog: Program<E>, construction: Construction) -> Result<StackEngine<E>, String> {
+    pub fn new(prog: Program<E>, construction: Construction) -> Result<StackEngine<E>, EngineError> {
         qualifies(&prog)?;
         let n = prog.elements.len();
         let mut own = vec![Vec::new(); n];

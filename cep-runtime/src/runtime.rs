@@ -498,7 +498,7 @@ impl Runtime {
         let opts = Options { time_unit: self.time_unit };
         let programs = compile(text, &mut self.schema, &opts).map_err(|d| d.render(text, "query"))?.programs;
         for p in &programs {
-            cep_nfa::select::explain(p, self.engine)?;
+            cep_nfa::select::explain(p, self.engine).map_err(|e| e.to_string())?;
         }
         match &mut self.pipeline {
             Pipeline::One(r, _) => {

@@ -10,10 +10,10 @@
 //! [`api`] holds what every engine takes and gives, so that a new engine
 //! implements one trait and uses the same event, late-event, statistics and
 //! output types instead of copying them; [`error`] holds the errors of
-//! restoring an engine's state.
+//! building an engine and of restoring its state.
 
 pub mod api;
 pub mod error;
 
 pub use api::{LateEvent, MatchEngine, MatchQueue, Stats, StreamEvent};
-pub use error::RestoreError;
+pub use error::{EngineError, RestoreError};
