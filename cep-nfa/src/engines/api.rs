@@ -5,7 +5,7 @@
 //!
 //! These lived in the run engine's module, and the stack engine imported
 //! them from there, copied the match queue and kept its own statistics,
-//! which [`QueryEngine`](crate::select::QueryEngine) converted by hand.
+//! which [`QueryEngine`](crate::engines::select::QueryEngine) converted by hand.
 //! One definition here keeps the engines' outputs alike (same queue, same
 //! recycling, same counters), lets `QueryEngine` be a plain dispatch, and
 //! gives a new engine one trait to implement.
@@ -18,7 +18,7 @@ use crate::engines::error::RestoreError;
 use crate::program::Program;
 use crate::spare::SpareMatches;
 
-/// One engine running one query: what [`QueryEngine`](crate::select::QueryEngine)
+/// One engine running one query: what [`QueryEngine`](crate::engines::select::QueryEngine)
 /// dispatches to, and all a new engine needs to provide to run beside the
 /// others.
 ///

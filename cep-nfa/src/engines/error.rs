@@ -10,11 +10,11 @@
 use std::fmt;
 
 /// Why an engine cannot run a query: what in the program the stack engine
-/// does not handle ([`stack::qualifies`](crate::stack::qualifies),
-/// [`StackEngine::new`](crate::stack::StackEngine::new)), and, when the
+/// does not handle ([`stack::qualifies`](crate::engines::stack::qualifies),
+/// [`StackEngine::new`](crate::engines::stack::StackEngine::new)), and, when the
 /// stack engine was forced on a query
-/// ([`select::explain`](crate::select::explain),
-/// [`QueryEngine::new`](crate::select::QueryEngine::new)), which query.
+/// ([`select::explain`](crate::engines::select::explain),
+/// [`QueryEngine::new`](crate::engines::select::QueryEngine::new)), which query.
 ///
 /// # Examples
 /// ```

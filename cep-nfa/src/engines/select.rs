@@ -13,11 +13,11 @@
 
 use cep_core::{Match, Timestamp};
 
-use crate::engine::Engine;
 use crate::engines::api::{LateEvent, MatchEngine, Stats, StreamEvent};
 use crate::engines::error::{EngineError, RestoreError};
+use crate::engines::run::Engine;
+use crate::engines::stack::{self, Construction, StackEngine};
 use crate::program::Program;
-use crate::stack::{self, Construction, StackEngine};
 
 /// Which engine runs a query.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
@@ -108,9 +108,9 @@ pub fn saved_counts_fit(counts: impl IntoIterator<Item = u64>) -> bool {
 #[derive(Clone, Debug, serde::Serialize, serde::Deserialize)]
 pub enum QuerySnapshot {
     /// Of the run engine.
-    Run(crate::engine::EngineSnapshot),
+    Run(crate::engines::run::EngineSnapshot),
     /// Of the stack engine.
-    Stack(crate::stack::StackSnapshot),
+    Stack(crate::engines::stack::StackSnapshot),
 }
 
 // One per query, so the size difference costs nothing; unboxed, a push
