@@ -165,6 +165,22 @@ impl std::error::Error for EngineError {}
 /// Why an engine's saved state cannot be restored: it does not fit the
 /// query's program, it holds what no engine writes (made by hand, or by
 /// another program), or it was saved from another engine.
+///
+/// # Examples
+/// ```
+/// use cep_core::Schema;
+/// use cep_nfa::compile::{compile, Options};
+/// use cep_nfa::select::{EngineChoice, QueryEngine};
+/// use cep_nfa::stack::Construction;
+/// use cep_core::Event;
+/// let q = "PATTERN SEQ(A a, B b) WHERE skip-till-any-match WITHIN 10";
+/// let prog = || compile(q, &mut Schema::new(), &Options::default()).unwrap().programs.remove(0);
+/// let stack = QueryEngine::<Event>::new(prog(), EngineChoice::Stack, Construction::Direct).unwrap();
+/// let mut run = QueryEngine::new(prog(), EngineChoice::Run, Construction::Direct).unwrap();
+/// let err = run.restore(stack.snapshot()).unwrap_err();
+/// assert!(err.is_other_engine());
+/// assert_eq!(err.to_string(), format!("query `{}` was saved from another engine", err.query()));
+/// ```
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct RestoreError {
     query: String,
