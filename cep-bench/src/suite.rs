@@ -542,7 +542,7 @@ fn stack_visit(
             }
             let stats = engine.stats();
             engine.finish_to(&mut visit);
-            let live = stats.entries + stats.pending;
+            let live = stats.runs + stats.pending;
             Some(Partials { live, bytes_each: stats.state_bytes.checked_div(live).unwrap_or(0) })
         })
     })

@@ -8,9 +8,9 @@ use cep_core::Match;
 /// Matches an engine keeps to fill again, at most.
 pub const SPARE_MATCHES: usize = 64;
 
-/// Matches handed back to an engine ([`Engine::recycle`](crate::engine::Engine::recycle),
-/// [`StackEngine::recycle`](crate::stack::StackEngine::recycle)), at most
-/// [`SPARE_MATCHES`] of them.
+/// Matches handed back to an engine
+/// ([`MatchQueue::recycle`](crate::engines::api::MatchQueue::recycle)), at
+/// most [`SPARE_MATCHES`] of them.
 #[derive(Debug, Default)]
 pub(crate) struct SpareMatches(Vec<Match>);
 

@@ -549,7 +549,7 @@ fn run_stack(
 ) -> Vec<RefMatch> {
     let mut engine = StackEngine::new(prog, how).expect("qualifies");
     if let Some(c) = cap {
-        engine.set_max_entries_per_key(c as u64);
+        engine.set_max_partials_per_key(c);
     }
     let mut out = Vec::new();
     for (e, wm) in events.iter().zip(wms) {
@@ -575,7 +575,7 @@ fn run_stack(
 fn run_count(prog: Program<Event>, events: &[Event], wms: &[Option<i64>], cap: Option<usize>) -> u128 {
     let mut engine = StackEngine::new(prog, Construction::PerEvent).expect("qualifies");
     if let Some(c) = cap {
-        engine.set_max_entries_per_key(c as u64);
+        engine.set_max_partials_per_key(c);
     }
     let mut total = 0u128;
     let mut add = |c: &cep_nfa::stack::MatchCount| total += c.count;

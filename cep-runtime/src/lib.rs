@@ -323,8 +323,11 @@ impl Runner {
     ) -> Result<Runner, String> {
         let infos = programs.iter().map(query_info).collect();
         let n = programs.len();
-        let engines =
-            programs.into_iter().map(|p| QueryEngine::new(p, choice, construction)).collect::<Result<_, _>>()?;
+        let engines = programs
+            .into_iter()
+            .map(|p| QueryEngine::new(p, choice, construction))
+            .collect::<Result<_, _>>()
+            .map_err(|e| e.to_string())?;
         Ok(Runner {
             engines,
             infos,
@@ -501,7 +504,7 @@ impl Runner {
     /// ```
     pub fn add_query(&mut self, program: Program<Event>) -> Result<usize, String> {
         let info = query_info(&program);
-        let mut engine = QueryEngine::new(program, self.choice, self.construction)?;
+        let mut engine = QueryEngine::new(program, self.choice, self.construction).map_err(|e| e.to_string())?;
         if let Some(cap) = self.max_partials {
             engine.set_max_partials_per_key(cap);
         }
@@ -1029,7 +1032,7 @@ impl Runner {
             return Err(format!("the saved state is inconsistent: an event at {} is held as at {ts}", e.ts));
         }
         for (engine, s) in self.engines.iter_mut().zip(snap.engines) {
-            engine.restore(s)?;
+            engine.restore(s).map_err(|e| e.to_string())?;
         }
         if let (Some(lv), Some(s)) = (&mut self.levels, snap.levels) {
             lv.index.restore(s)?;

@@ -33,7 +33,10 @@ fn run_case(case: &Case, how: Construction) -> Result<Run, String> {
     }
     let labels = Labels::of(&programs);
     let statements = programs.iter().map(|p| p.name.clone()).collect();
-    let mut engines = programs.into_iter().map(|p| StackEngine::new(p, how)).collect::<Result<Vec<_>, String>>()?;
+    let mut engines = programs
+        .into_iter()
+        .map(|p| StackEngine::new(p, how).map_err(|e| e.to_string()))
+        .collect::<Result<Vec<_>, String>>()?;
     let lines = labels.lines(&run_like_cep(&mut engines, &events)?);
     let lines = if how == Construction::Batch { Run::Multiset(lines) } else { Run::Ordered(lines) };
     Ok(if refused.is_empty() {

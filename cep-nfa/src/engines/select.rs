@@ -1,6 +1,8 @@
 //! Choosing an engine for a query: [`QueryEngine`] runs a program on the run
 //! engine ([`Engine`]) or on the stack engine ([`StackEngine`]) behind one
-//! interface, and [`EngineChoice`] says which.
+//! interface, and [`EngineChoice`] says which. Each of its methods is one
+//! `match` calling the engine's [`MatchEngine`] method, so a third engine
+//! is a variant here (and in [`QuerySnapshot`]) plus its trait impl.
 //!
 //! `Auto` picks the stack engine when the query qualifies
 //! ([`stack::qualifies`]: a sequence of
@@ -11,9 +13,11 @@
 
 use cep_core::{Match, Timestamp};
 
-use crate::engine::{Engine, LateEvent, Stats, StreamEvent};
+use crate::engines::api::{LateEvent, MatchEngine, Stats, StreamEvent};
+use crate::engines::error::{EngineError, RestoreError};
+use crate::engines::run::Engine;
+use crate::engines::stack::{self, Construction, StackEngine};
 use crate::program::Program;
-use crate::stack::{self, Construction, StackEngine};
 
 /// Which engine runs a query.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
@@ -75,7 +79,7 @@ impl EngineKind {
 /// assert!(why.contains("skip-till-next-match"), "{why}");
 /// assert!(explain(p, EngineChoice::Stack).is_err());
 /// ```
-pub fn explain<E>(prog: &Program<E>, choice: EngineChoice) -> Result<(EngineKind, String), String> {
+pub fn explain<E>(prog: &Program<E>, choice: EngineChoice) -> Result<(EngineKind, String), EngineError> {
     let qualifies = stack::qualifies(prog);
     match (choice, qualifies) {
         (EngineChoice::Run, Ok(())) => Ok((EngineKind::Run, "forced (the stack engine would apply)".into())),
@@ -87,7 +91,7 @@ pub fn explain<E>(prog: &Program<E>, choice: EngineChoice) -> Result<(EngineKind
             "a sequence of single events under skip-till-any-match: matches are built from per-element stacks".into(),
         )),
         (EngineChoice::Auto, Err(why)) => Ok((EngineKind::Run, format!("the stack engine does not apply: {why}"))),
-        (EngineChoice::Stack, Err(why)) => Err(format!("query `{}` cannot run on the stack engine: {why}", prog.name)),
+        (EngineChoice::Stack, Err(why)) => Err(why.forced(&prog.name)),
     }
 }
 
@@ -99,20 +103,14 @@ pub fn saved_counts_fit(counts: impl IntoIterator<Item = u64>) -> bool {
     counts.into_iter().all(|n| n < 1 << 62)
 }
 
-/// Why an engine refuses the saved state of query `query`: `what` in it no
-/// engine writes (the run and stack engines' `restore` say it alike).
-pub(crate) fn inconsistent(query: &str, what: &str) -> String {
-    format!("the saved state of query `{query}` is inconsistent: {what}")
-}
-
 /// The saved state of a [`QueryEngine`].
 #[allow(clippy::large_enum_variant)]
 #[derive(Clone, Debug, serde::Serialize, serde::Deserialize)]
 pub enum QuerySnapshot {
     /// Of the run engine.
-    Run(crate::engine::EngineSnapshot),
+    Run(crate::engines::run::EngineSnapshot),
     /// Of the stack engine.
-    Stack(crate::stack::StackSnapshot),
+    Stack(crate::engines::stack::StackSnapshot),
 }
 
 // One per query, so the size difference costs nothing; unboxed, a push
@@ -127,10 +125,25 @@ pub enum QueryEngine<E> {
     Stack(StackEngine<E>),
 }
 
+/// `$body` with `$x` bound to the engine behind `$q` (a `&QueryEngine` or
+/// `&mut QueryEngine`): one `match`, a static call per engine.
+macro_rules! each {
+    ($q:expr, $x:ident => $body:expr) => {
+        match $q {
+            QueryEngine::Run($x) => $body,
+            QueryEngine::Stack($x) => $body,
+        }
+    };
+}
+
 impl<E: StreamEvent> QueryEngine<E> {
     /// The engine `choice` gives `prog` (the stack engine builds matches as
     /// `construction` says), or why the forced one cannot run it.
-    pub fn new(prog: Program<E>, choice: EngineChoice, construction: Construction) -> Result<QueryEngine<E>, String> {
+    pub fn new(
+        prog: Program<E>,
+        choice: EngineChoice,
+        construction: Construction,
+    ) -> Result<QueryEngine<E>, EngineError> {
         let (kind, _) = explain(&prog, choice)?;
         Ok(match kind {
             EngineKind::Stack => QueryEngine::Stack(StackEngine::new(prog, construction)?),
@@ -148,10 +161,7 @@ impl<E: StreamEvent> QueryEngine<E> {
 
     /// The program.
     pub fn program(&self) -> &Program<E> {
-        match self {
-            QueryEngine::Run(e) => e.program(),
-            QueryEngine::Stack(e) => e.program(),
-        }
+        each!(self, x => MatchEngine::program(x))
     }
 
     /// Whether moving the watermark alone can make matches final: a trailing
@@ -160,79 +170,50 @@ impl<E: StreamEvent> QueryEngine<E> {
     /// come out only as events are pushed, and at the end.
     #[inline]
     pub fn emits_on_advance(&self) -> bool {
-        match self {
-            QueryEngine::Run(x) => x.program().trailing.is_some(),
-            QueryEngine::Stack(x) => x.construction() == Construction::Batch,
-        }
+        each!(self, x => MatchEngine::emits_on_advance(x))
     }
 
     /// Processes one event (see [`Engine::push`]).
     #[inline]
     pub fn push(&mut self, e: &E) -> Result<(), LateEvent> {
-        match self {
-            QueryEngine::Run(x) => x.push(e),
-            QueryEngine::Stack(x) => x.push(e),
-        }
+        each!(self, x => MatchEngine::push(x, e))
     }
 
     /// Processes events in order (see [`Engine::push_batch`]); stops at the
     /// first late event, with its index.
     #[inline]
     pub fn push_batch(&mut self, events: &[E]) -> Result<(), (usize, LateEvent)> {
-        match self {
-            QueryEngine::Run(x) => x.push_batch(events),
-            QueryEngine::Stack(x) => {
-                for (i, e) in events.iter().enumerate() {
-                    x.push(e).map_err(|late| (i, late))?;
-                }
-                Ok(())
-            }
-        }
+        each!(self, x => MatchEngine::push_batch(x, events))
     }
 
     /// The watermark: the largest of the events' `ts` and the watermarks
     /// it was moved to.
     pub fn watermark(&self) -> Timestamp {
-        match self {
-            QueryEngine::Run(x) => x.watermark(),
-            QueryEngine::Stack(x) => x.watermark(),
-        }
+        each!(self, x => MatchEngine::watermark(x))
     }
 
     /// Moves the watermark (see [`Engine::advance`]).
     #[inline]
     pub fn advance(&mut self, wm: Timestamp) {
-        match self {
-            QueryEngine::Run(x) => x.advance(wm),
-            QueryEngine::Stack(x) => x.advance(wm),
-        }
+        each!(self, x => MatchEngine::advance(x, wm))
     }
 
     /// Ends the input.
     pub fn finish(&mut self) {
-        match self {
-            QueryEngine::Run(x) => x.finish(),
-            QueryEngine::Stack(x) => x.finish(),
-        }
+        each!(self, x => MatchEngine::finish(x))
     }
 
     /// Takes the oldest match not yet taken.
     #[inline]
     pub fn pop(&mut self) -> Option<Match> {
-        match self {
-            QueryEngine::Run(x) => x.pop(),
-            QueryEngine::Stack(x) => x.pop(),
-        }
+        each!(self, x => MatchEngine::pop(x))
     }
 
     /// Hands back a match taken with [`pop`](Self::pop) and done with, so
     /// that a later one reuses its memory.
     #[inline]
     pub fn recycle(&mut self, m: Match) {
-        match self {
-            QueryEngine::Run(x) => x.recycle(m),
-            QueryEngine::Stack(x) => x.recycle(m),
-        }
+        each!(self, x => MatchEngine::recycle(x, m))
     }
 
     /// Whether a match waits to be taken ([`pop`](Self::pop) would give
@@ -240,60 +221,38 @@ impl<E: StreamEvent> QueryEngine<E> {
     /// complete no match.
     #[inline]
     pub fn has_matches(&self) -> bool {
-        match self {
-            QueryEngine::Run(x) => x.has_matches(),
-            QueryEngine::Stack(x) => x.has_matches(),
-        }
+        each!(self, x => MatchEngine::has_matches(x))
     }
 
     /// Bounds the live state per key (see
     /// [`Engine::set_max_partials_per_key`] and
-    /// [`StackEngine::set_max_entries_per_key`]).
+    /// [`StackEngine::set_max_partials_per_key`]).
     pub fn set_max_partials_per_key(&mut self, cap: usize) {
-        match self {
-            QueryEngine::Run(x) => x.set_max_partials_per_key(cap),
-            QueryEngine::Stack(x) => x.set_max_entries_per_key(cap as u64),
-        }
+        each!(self, x => MatchEngine::set_max_partials_per_key(x, cap))
     }
 
     /// The engine's state, for a checkpoint (see [`Engine::snapshot`] and
     /// [`StackEngine::snapshot`]).
     pub fn snapshot(&self) -> QuerySnapshot {
         match self {
-            QueryEngine::Run(x) => QuerySnapshot::Run(x.snapshot()),
-            QueryEngine::Stack(x) => QuerySnapshot::Stack(x.snapshot()),
+            QueryEngine::Run(x) => QuerySnapshot::Run(MatchEngine::snapshot(x)),
+            QueryEngine::Stack(x) => QuerySnapshot::Stack(MatchEngine::snapshot(x)),
         }
     }
 
     /// Restores a [`snapshot`](Self::snapshot) of the same query on the
     /// same engine; an error when the engine differs or the state does not
     /// fit.
-    pub fn restore(&mut self, snap: QuerySnapshot) -> Result<(), String> {
+    pub fn restore(&mut self, snap: QuerySnapshot) -> Result<(), RestoreError> {
         match (self, snap) {
-            (QueryEngine::Run(x), QuerySnapshot::Run(s)) => x.restore(s),
-            (QueryEngine::Stack(x), QuerySnapshot::Stack(s)) => x.restore(s),
-            (x, _) => Err(format!("query `{}` was saved from another engine", x.program().name)),
+            (QueryEngine::Run(x), QuerySnapshot::Run(s)) => MatchEngine::restore(x, s),
+            (QueryEngine::Stack(x), QuerySnapshot::Stack(s)) => MatchEngine::restore(x, s),
+            (x, _) => Err(RestoreError::other_engine(&x.program().name)),
         }
     }
 
-    /// Counters and gauges; for the stack engine, live stack entries count
-    /// as runs and accepting entries waiting for their batch as pending.
+    /// Counters and gauges, alike for both engines (see [`Stats`]).
     pub fn stats(&self) -> Stats {
-        match self {
-            QueryEngine::Run(x) => x.stats(),
-            QueryEngine::Stack(x) => {
-                let s = x.stats();
-                Stats {
-                    events: s.events,
-                    matches: s.matches,
-                    runs: s.entries,
-                    pending: s.pending,
-                    nodes: 0,
-                    partitions: s.partitions,
-                    state_bytes: s.state_bytes,
-                    dropped: s.dropped,
-                }
-            }
-        }
+        each!(self, x => MatchEngine::stats(x))
     }
 }
