@@ -962,8 +962,8 @@ fn cli_contender(name: &'static str, threads: Option<usize>, extra: &'static [&'
             let probe = probe.args(extra).arg("--stats").stderr(std::process::Stdio::piped()).output();
             if let Ok(o) = probe {
                 let text = String::from_utf8_lossy(&o.stderr);
-                if let Some(line) = text.lines().find(|l| l.starts_with("stats: threads:")) {
-                    eprintln!("note: W5-cli {name}: {}", line.trim_start_matches("stats: "));
+                if let Some(split) = text.lines().find_map(|l| l.strip_prefix("stats: threads: ")) {
+                    eprintln!("note: W5-cli {name} ran {split}");
                 }
             }
         }
