@@ -538,7 +538,7 @@ pub trait EventSource {
     /// The file name used in messages.
     fn file(&self) -> &str;
     /// The next block of events whole, for a source that reads in blocks
-    /// split by a [`Partition`](crate::parallel::Partition) (see
+    /// split by a [`Route`](crate::parallel::Route) (see
     /// [`ParallelReader::take_block`](crate::parallel::ParallelReader::take_block));
     /// `None` (the default) to read event by event.
     fn take_block(

@@ -9,8 +9,6 @@ use std::sync::Arc;
 use crate::read::{InputPosition, ReadError};
 use cep_core::{Event, FlatEvents, Timestamp};
 
-use super::Partition;
-
 /// Parsed blocks handed back for reuse, the last handed back taken first:
 /// the memory most recently read is rewritten, so the blocks that go round
 /// are as few as are in use at once, not all that were ever made.
@@ -86,17 +84,17 @@ impl Parsed {
     /// run that was half the page faults of `cep run --threads 2`.
     /// (Capacity beyond what a block fills is never touched, so it costs no
     /// memory.)
-    pub(super) fn reserve(&mut self, bytes: usize, fields: usize, partition: Option<&Partition>) {
+    pub(super) fn reserve(&mut self, bytes: usize, fields: usize, parts: Option<usize>) {
         let rows = bytes / 16 + 1;
         // At most a value per byte and one per row (a CSV row has a comma
         // between two cells): with a wide JSON-lines schema, `rows * fields`
         // asked for gigabytes that no block fills.
         let values = rows.saturating_mul(fields).min(bytes + rows);
         self.meta.reserve(rows);
-        if let Some(partition) = partition {
+        if let Some(parts) = parts {
             self.order.reserve(rows);
-            if self.parts.len() != partition.parts {
-                self.parts.resize_with(partition.parts, FlatEvents::default);
+            if self.parts.len() != parts {
+                self.parts.resize_with(parts, FlatEvents::default);
             }
             for part in &mut self.parts {
                 part.reserve(rows, values);
@@ -128,7 +126,7 @@ pub struct BlockInfo {
     pub rows: u64,
 }
 
-/// A whole block of events split by a [`Partition`], taken from a
+/// A whole block of events split by a [`Route`](super::Route), taken from a
 /// [`ParallelReader`](super::ParallelReader): shared (in an `Arc`) by the consumers of its parts,
 /// and handed back to the parser threads for reuse when the last drops it.
 pub struct PartedBlock {

@@ -14,7 +14,7 @@ use crossbeam_channel::Sender;
 use crate::read::{Format, MAX_LINE_LEN, ReadError, ReadErrorKind};
 
 use super::block::{Block, Parsed};
-use super::job::{ParseJob, Parser};
+use super::job::{BlockParser, ParseJob};
 
 /// What reads the file and cuts it into blocks of whole records, one at a
 /// time, on the reader's own thread.
@@ -32,7 +32,7 @@ pub(super) struct Cutter {
     pub(super) ended: bool,
     /// Bytes read at a time.
     pub(super) block: usize,
-    pub(super) parser: Arc<Parser>,
+    pub(super) parser: Arc<dyn BlockParser>,
     pub(super) work: Sender<ParseJob>,
     pub(super) results: Sender<Parsed>,
     pub(super) bufs: mpsc::Receiver<Vec<u8>>,

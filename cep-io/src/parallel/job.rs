@@ -10,9 +10,9 @@ use std::sync::mpsc;
 use crossbeam_channel::Sender;
 
 use crate::read::{InputPosition, Reader, StrCache};
-use cep_core::{Event, Timestamp};
+use cep_core::{Event, Timestamp, Value};
 
-use super::Partition;
+use super::Route;
 use super::block::{Block, Meta, Parsed, Pool};
 
 /// A block waiting to be parsed, for any thread to [`run`](Self::run):
@@ -20,7 +20,7 @@ use super::block::{Block, Meta, Parsed, Pool};
 /// next block, and any thread given [`ParallelReader::parse_jobs`](super::ParallelReader::parse_jobs).
 pub struct ParseJob {
     pub(super) block: Block,
-    pub(super) parser: Arc<Parser>,
+    pub(super) parser: Arc<dyn BlockParser>,
 }
 
 impl ParseJob {
@@ -36,14 +36,30 @@ impl std::fmt::Debug for ParseJob {
     }
 }
 
-/// What parsing a block needs, shared by every thread that parses.
-pub(super) struct Parser {
+/// A [`Parser`] with its route's type erased: the one virtual call is per
+/// block, where a job is run; the events of the block are parsed and routed
+/// by the parser's monomorphised loop.
+pub(super) trait BlockParser: Send + Sync {
+    /// Parses `block` and hands it to the reader.
+    fn run(&self, block: Block);
+}
+
+impl<R: Route> BlockParser for Parser<R> {
+    fn run(&self, block: Block) {
+        Parser::run(self, block);
+    }
+}
+
+/// What parsing a block needs, shared by every thread that parses; generic
+/// over the [`Route`] the blocks are split by, so that routing an event is
+/// a static call inlined into the parse loop.
+pub(super) struct Parser<R> {
     /// The reader the blocks continue (no input of its own).
     pub(super) template: Reader<io::Empty>,
     pub(super) free: Pool,
     pub(super) results: Sender<Parsed>,
     pub(super) bufs: mpsc::Sender<Vec<u8>>,
-    pub(super) partition: Option<Partition>,
+    pub(super) route: Option<R>,
     /// String caches kept from one block to the next, one taken per block
     /// being parsed (so as many as threads parse at once): a block's reader
     /// has an empty one of its own, and every block then looked up each of
@@ -54,17 +70,18 @@ pub(super) struct Parser {
     pub(super) strings: parking_lot::Mutex<Vec<StrCache>>,
 }
 
-impl Parser {
+impl<R: Route> Parser<R> {
     pub(super) fn run(&self, block: Block) {
         let mut p = self.free.take();
         p.reset(block.seq);
-        p.reserve(block.bytes.len(), self.template.schema().field_count(), self.partition.as_ref());
+        let parts = self.route.as_ref().map(|route| route.parts().max(1));
+        p.reserve(block.bytes.len(), self.template.schema().field_count(), parts);
         let at = InputPosition { byte: block.start, row: 0, line: 1 };
         let mut r = self.template.reopen(&block.bytes[..], at);
         r.set_observe(false);
         let mut strings = self.strings.lock().pop().unwrap_or_default();
         r.swap_strings(&mut strings);
-        Parser::parse(&mut r, &mut p, self.partition.as_ref());
+        Parser::parse(&mut r, &mut p, self.route.as_ref());
         r.swap_strings(&mut strings);
         self.strings.lock().push(strings);
         let end = r.position();
@@ -73,10 +90,11 @@ impl Parser {
         let _ = self.results.send(p);
     }
 
-    /// Parses a block into `p.events` or, with a partition, into its
-    /// parts (each event read into one event reused for the whole block,
-    /// then appended to its part, flat).
-    pub(super) fn parse(r: &mut Reader<&[u8]>, p: &mut Parsed, partition: Option<&Partition>) {
+    /// Parses a block into `p.events` or, with a route, into its parts
+    /// (each event read into one event reused for the whole block, then
+    /// appended to its part, flat).
+    pub(super) fn parse(r: &mut Reader<&[u8]>, p: &mut Parsed, route: Option<&R>) {
+        let partition = route.map(|route| (route, route.field() as usize, route.parts().max(1)));
         let mut one = Event::default();
         let mut last_ts = Timestamp::MIN;
         loop {
@@ -88,8 +106,9 @@ impl Parser {
                 Ok(true) => {
                     p.meta.push(Meta { line: r.last_line(), after: r.position() });
                     let ts = match partition {
-                        Some(partition) => {
-                            let part = partition.part_of(&one);
+                        Some((route, field, parts)) => {
+                            let key = one.fields.get(field).unwrap_or(&Value::Null);
+                            let part = route.part_of(key).min(parts - 1);
                             p.parts[part].push(&one);
                             p.order.push(part as u32);
                             one.ts

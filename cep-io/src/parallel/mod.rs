@@ -54,7 +54,7 @@
 //! # Blocks split by a partition
 //!
 //! Opened [partitioned](ParallelReader::open_partitioned), the parser
-//! threads also split each block's events by a [`Partition`] — a sharded
+//! threads also split each block's events by a [`Route`] — a sharded
 //! runtime's shard of each event — into one [`FlatEvents`](cep_core::FlatEvents) per part, and
 //! [`ParallelReader::take_block`] hands a whole block on (in an `Arc`: each
 //! part to its own consumer thread, the block back to the parsers when the
@@ -94,7 +94,8 @@ use cut::Cutter;
 pub(crate) use cut::scan_csv;
 pub use job::ParseJob;
 use job::Parser;
-pub use route::Partition;
+use route::NoRoute;
+pub use route::Route;
 
 /// Bytes read at a time for blocks split by a partition
 /// ([`ParallelReader::open_partitioned`]): a block is this much, up to its
@@ -199,33 +200,35 @@ impl ParallelReader {
         threads: usize,
         counter: Option<Arc<AtomicU64>>,
     ) -> io::Result<ParallelReader> {
-        ParallelReader::open_in_blocks(path, reader, at, threads, counter, EVENT_BLOCK, None)
+        ParallelReader::open_in_blocks::<R, NoRoute>(path, reader, at, threads, counter, EVENT_BLOCK, None)
     }
 
     /// [`open`](Self::open), the parser threads splitting each block of
-    /// events in `ts` order (and without bad rows) by `partition`, so that
+    /// events in `ts` order (and without bad rows) by `route`, so that
     /// [`take_block`](Self::take_block) can hand it on whole. Reading event
     /// by event gives what [`open`](Self::open) gives.
-    pub fn open_partitioned<R: io::BufRead>(
+    pub fn open_partitioned<R: io::BufRead, P: Route>(
         path: &std::path::Path,
         reader: &Reader<R>,
         at: InputPosition,
         threads: usize,
         counter: Option<Arc<AtomicU64>>,
-        partition: Partition,
+        route: P,
     ) -> io::Result<ParallelReader> {
-        ParallelReader::open_in_blocks(path, reader, at, threads, counter, BLOCK, Some(partition))
+        ParallelReader::open_in_blocks(path, reader, at, threads, counter, BLOCK, Some(route))
     }
 
-    /// [`open`](Self::open), reading `block` bytes at a time.
-    fn open_in_blocks<R: io::BufRead>(
+    /// [`open`](Self::open), reading `block` bytes at a time, split by
+    /// `route` if given. Generic over the route so that the parser's loop
+    /// is compiled for it (see [`Route`]).
+    fn open_in_blocks<R: io::BufRead, P: Route>(
         path: &std::path::Path,
         reader: &Reader<R>,
         at: InputPosition,
         threads: usize,
         counter: Option<Arc<AtomicU64>>,
         block: usize,
-        partition: Option<Partition>,
+        route: Option<P>,
     ) -> io::Result<ParallelReader> {
         let mut f = File::open(path)?;
         f.seek(SeekFrom::Start(at.byte))?;
@@ -243,7 +246,7 @@ impl ParallelReader {
             free: free.clone(),
             results: results_tx.clone(),
             bufs: bufs_tx,
-            partition,
+            route,
             strings: Default::default(),
         });
         for i in 0..threads {
@@ -370,9 +373,9 @@ impl ParallelReader {
     ///
     /// # Examples
     /// ```
-    /// use cep_io::parallel::{ParallelReader, Partition};
+    /// use cep_io::parallel::{ParallelReader, Route};
     /// use cep_io::read::EventSource;
-    /// use cep_core::Value;
+    /// use cep_core::{FieldId, Value};
     /// use cep_io::{Format, Reader};
     ///
     /// let path = std::env::temp_dir().join(format!("cep-take-block-doc-{}.csv", std::process::id()));
@@ -385,9 +388,20 @@ impl ParallelReader {
     /// let head = Reader::new(std::io::BufReader::new(file), "t.csv", Format::Csv).unwrap();
     /// let key = head.schema().lookup("key").unwrap() as usize;
     /// // Two parts: even keys and odd keys.
-    /// let odd = move |e: &cep_core::Event| matches!(e.fields[key], Value::Int(k) if k % 2 == 1) as usize;
-    /// let mut rest =
-    ///     ParallelReader::open_partitioned(&path, &head, head.position(), 2, None, Partition::new(2, odd)).unwrap();
+    /// struct Odd(FieldId);
+    /// impl Route for Odd {
+    ///     fn parts(&self) -> usize {
+    ///         2
+    ///     }
+    ///     fn field(&self) -> FieldId {
+    ///         self.0
+    ///     }
+    ///     fn part_of(&self, key: &Value) -> usize {
+    ///         matches!(key, Value::Int(k) if k % 2 == 1) as usize
+    ///     }
+    /// }
+    /// let odd = Odd(key as FieldId);
+    /// let mut rest = ParallelReader::open_partitioned(&path, &head, head.position(), 2, None, odd).unwrap();
     /// let block = rest.take_block(|info| info.first_row == 0).expect("the whole file is one block");
     /// assert_eq!((block.len(), block.first_ts(), block.last_ts()), (1000, 0, 999));
     /// let mut odds = Vec::new();

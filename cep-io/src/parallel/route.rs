@@ -1,77 +1,71 @@
-//! How the parser threads split a block's events into parts.
+//! The routing contract: how the parser threads split each block's events
+//! into parts. The reader does not know the rule — for a sharded runtime it
+//! is the runtime's key hash, whose version its checkpoints record — so the
+//! rule's owner implements [`Route`] and the reader only calls it.
 
-use std::sync::Arc;
-
-use cep_core::keys::shard_cached;
-use cep_core::{Event, FieldId, Value};
+use cep_core::{FieldId, Value};
 
 /// How the parser threads split each block's events into parts — for a
-/// sharded runtime, one part per shard — so that a caller can hand a whole
-/// block on, each part to its own consumer, without touching its events
-/// ([`ParallelReader::take_block`](super::ParallelReader::take_block)).
+/// sharded runtime, one part per shard (`cep_runtime::shard::KeyRoute`) —
+/// so that a caller can hand a whole block on, each part to its own
+/// consumer, without touching its events
+/// ([`ParallelReader::take_block`](super::ParallelReader::take_block)). An
+/// event goes by the value of one [field](Route::field), NULL when it has
+/// no such field.
+///
+/// [`part_of`](Route::part_of) is called once per event, in the parse
+/// loop: the parser is generic over the route, so the call is statically
+/// dispatched and can be inlined (the route's type is erased once per
+/// block, where a parse job is queued). `&self`, not `&mut self`: one
+/// route serves every parser thread at once.
 ///
 /// # Examples
 /// ```
-/// use cep_core::keys::shard_of;
-/// use cep_io::parallel::Partition;
-/// use cep_core::{Event, Sym, Value};
-/// // By the key in field 0, as a sharded runtime routes it.
-/// let by_key = Partition::by_field(2, 0);
-/// let e = Event::new(Sym::new("Tick"), 0, 0, vec![Value::Int(7)]);
-/// assert_eq!(by_key.part_of(&e), shard_of(&Value::Int(7), 2));
-/// // By any rule.
-/// let odd = Partition::new(2, |e: &Event| e.ts as usize % 2);
-/// assert_eq!(odd.part_of(&Event::new(Sym::new("Tick"), 3, 0, vec![])), 1);
+/// use cep_core::{FieldId, Value};
+/// use cep_io::parallel::Route;
+/// // Odd integer keys in field 0 to part 1, everything else to part 0.
+/// struct Odd;
+/// impl Route for Odd {
+///     fn parts(&self) -> usize {
+///         2
+///     }
+///     fn field(&self) -> FieldId {
+///         0
+///     }
+///     fn part_of(&self, key: &Value) -> usize {
+///         matches!(key, Value::Int(k) if k % 2 == 1) as usize
+///     }
+/// }
+/// assert_eq!(Odd.part_of(&Value::Int(7)), 1);
+/// assert_eq!(Odd.part_of(&Value::Null), 0);
 /// ```
-#[derive(Clone)]
-pub struct Partition {
-    pub(super) parts: usize,
-    pub(super) rule: Rule,
+pub trait Route: Send + Sync + 'static {
+    /// The number of parts (0 counts as one).
+    fn parts(&self) -> usize;
+
+    /// The field whose value routes an event.
+    fn field(&self) -> FieldId;
+
+    /// The part of an event whose [field](Route::field) holds `key` (NULL
+    /// when the event has no such field), below [`parts`](Route::parts); a
+    /// value of `parts` or more counts as the last part.
+    fn part_of(&self, key: &Value) -> usize;
 }
 
-/// What a [`Partition`] splits by.
-#[derive(Clone)]
-pub(super) enum Rule {
-    /// [`shard_cached`] of a field (NULL when an event has no such field),
-    /// computed in the parse loop: through a closure it was a call the
-    /// compiler could not inline, 28 instructions an event on W5.
-    Field(FieldId),
-    Custom(Arc<dyn Fn(&Event) -> usize + Send + Sync>),
-}
+/// The route of a reader opened without one: no value, so a parser over it
+/// never splits (it stands for the type the parser is generic over).
+pub(super) enum NoRoute {}
 
-impl Partition {
-    /// `parts` parts (at least one); `part_of` gives an event's part (a
-    /// value of `parts` or more counts as the last part).
-    pub fn new(parts: usize, part_of: impl Fn(&Event) -> usize + Send + Sync + 'static) -> Partition {
-        Partition { parts: parts.max(1), rule: Rule::Custom(Arc::new(part_of)) }
+impl Route for NoRoute {
+    fn parts(&self) -> usize {
+        match *self {}
     }
 
-    /// `parts` parts (at least one) by the value of field `field`: an
-    /// event goes to part [`shard_of`](cep_core::keys::shard_of) its value
-    /// among `parts` (of NULL when it has no such field), which is where a
-    /// sharded runtime with `parts` shards routes it.
-    pub fn by_field(parts: usize, field: FieldId) -> Partition {
-        Partition { parts: parts.max(1), rule: Rule::Field(field) }
+    fn field(&self) -> FieldId {
+        match *self {}
     }
 
-    /// The number of parts.
-    pub fn parts(&self) -> usize {
-        self.parts
-    }
-
-    /// The part of `e`, below [`parts`](Self::parts).
-    #[inline(always)]
-    pub fn part_of(&self, e: &Event) -> usize {
-        let part = match &self.rule {
-            Rule::Field(f) => shard_cached(e.fields.get(*f as usize).unwrap_or(&Value::Null), self.parts),
-            Rule::Custom(part_of) => part_of(e),
-        };
-        part.min(self.parts - 1)
-    }
-}
-
-impl std::fmt::Debug for Partition {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("Partition").field("parts", &self.parts).finish_non_exhaustive()
+    fn part_of(&self, _: &Value) -> usize {
+        match *self {}
     }
 }

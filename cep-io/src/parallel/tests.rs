@@ -5,7 +5,7 @@ use super::block::Block;
 use super::cut::last_csv_record_end;
 use super::*;
 use crate::read::Format;
-use cep_core::Value;
+use cep_core::{FieldId, FlatEvents, Value};
 use proptest::prelude::*;
 
 /// What a reader yields, with rows, lines and positions: `limit`
@@ -60,7 +60,8 @@ fn both(text: &str, format: Format, skip: usize, block: usize, threads: usize) -
         let known = head.schema().field_count();
         if !ended {
             let at = head.position();
-            let mut rest = ParallelReader::open_in_blocks(&path, &head, at, threads, None, block, None).unwrap();
+            let mut rest =
+                ParallelReader::open_in_blocks(&path, &head, at, threads, None, block, None::<NoRoute>).unwrap();
             take_fields(&mut rest, usize::MAX, width, &mut got);
             got.push(format!("rows {}", rest.rows()));
             (got, known)
@@ -101,7 +102,7 @@ fn parsers_keep_their_strings_across_blocks() {
     let (results, parsed) = unbounded();
     let (bufs, _bufs_rx) = mpsc::channel();
     let template = head.reopen(io::empty(), head.position());
-    let parser = Parser { template, free, results, bufs, partition: None, strings: Default::default() };
+    let parser = Parser::<NoRoute> { template, free, results, bufs, route: None, strings: Default::default() };
     for seq in 0..2 {
         let rows: String = (0..20).map(|i| format!("{i},key{}\n", i + 20 * seq)).collect();
         parser.run(Block { seq, start: 7, bytes: rows.into_bytes() });
@@ -112,43 +113,56 @@ fn parsers_keep_their_strings_across_blocks() {
     assert_eq!(caches[0].len(), 40);
 }
 
-/// A partition by a field puts each event where `shard_of` puts its
-/// value (NULL when the event is too short for the field), whatever
-/// the number of parts and the kind of the value; a custom rule's part
-/// past the last counts as the last.
+/// The parser routes an event by the value of the route's field, NULL
+/// when the event is too short for it; a part past the last counts as the
+/// last.
 #[test]
-fn parts_by_field_follow_shard_of() {
-    use cep_core::Sym;
-    use cep_core::keys::shard_of;
-    let values = (0..300).map(|i| match i % 5 {
-        0 => Value::Int(i * 7919 - 1000),
-        1 => Value::str(&format!("key{i}")),
-        2 => Value::Float(i as f64 / 3.0),
-        3 => Value::Bool(i % 2 == 0),
-        _ => Value::Null,
-    });
-    let mut seen = [[false; 3]; 4];
-    for (i, v) in values.enumerate() {
-        for parts in 1..=4 {
-            let by = Partition::by_field(parts, 1);
-            let e = Event::new(Sym::new("T"), 0, 0, vec![Value::Int(0), v]);
-            let part = by.part_of(&e);
-            assert_eq!(part, shard_of(&v, parts), "{v:?} among {parts}");
-            seen[parts - 1][part.min(2)] = true;
-            // Twice: the string's hash is then cached.
-            assert_eq!(by.part_of(&e), part);
-            let short = Event::new(Sym::new("T"), 0, i as u64, vec![v]);
-            assert_eq!(by.part_of(&short), shard_of(&Value::Null, parts));
+fn parts_follow_the_route_of_the_field() {
+    /// Part 9 (past the last of 3) for the string `far`, else by kind.
+    struct Kinds(FieldId);
+    impl Route for Kinds {
+        fn parts(&self) -> usize {
+            3
+        }
+        fn field(&self) -> FieldId {
+            self.0
+        }
+        fn part_of(&self, key: &Value) -> usize {
+            match key {
+                Value::Null => 0,
+                Value::Int(_) => 1,
+                _ => 9,
+            }
         }
     }
-    // Keys spread over the parts.
-    assert_eq!(seen, [[true, false, false], [true, true, false], [true, true, true], [true, true, true]]);
-    assert_eq!(Partition::new(3, |_: &Event| 9).part_of(&Event::default()), 2);
+    let mut head = Reader::new(&b"{\"ts\":0,\"a\":1,\"b\":2}\n"[..], "t", Format::Jsonl).unwrap();
+    assert!(head.next_event(&mut Event::default()).unwrap());
+    let b = head.schema().lookup("b").unwrap();
+    let (results, parsed) = unbounded();
+    let (bufs, _bufs_rx) = mpsc::channel();
+    let template = head.reopen(io::empty(), head.position());
+    let free = Pool::default();
+    let parser = Parser { template, free, results, bufs, route: Some(Kinds(b)), strings: Default::default() };
+    let rows = "{\"ts\":1,\"a\":5}\n{\"ts\":2,\"a\":5,\"b\":7}\n{\"ts\":3,\"a\":5,\"b\":\"far\"}\n{\"ts\":4,\"b\":1}\n";
+    parser.run(Block { seq: 0, start: 0, bytes: rows.as_bytes().to_vec() });
+    let p = parsed.recv().unwrap();
+    assert_eq!(p.order, [0, 1, 2, 1]);
+    assert_eq!(p.parts.iter().map(FlatEvents::len).collect::<Vec<_>>(), [1, 2, 1]);
 }
 
-/// A part for tests: by the debug text of the first field.
-fn test_partition(parts: usize) -> Partition {
-    Partition::new(parts, move |e: &Event| e.fields.first().map_or(0, |v| format!("{v:?}").len() * 7) % parts)
+/// A route for tests: by the debug text of the first field.
+struct TestRoute(usize);
+
+impl Route for TestRoute {
+    fn parts(&self) -> usize {
+        self.0
+    }
+    fn field(&self) -> FieldId {
+        0
+    }
+    fn part_of(&self, key: &Value) -> usize {
+        format!("{key:?}").len() * 7 % self.0
+    }
 }
 
 proptest! {
@@ -193,10 +207,10 @@ proptest! {
                 Err(err) => got.push((format!("error {err}"), None)),
             }
         }
-        let partition = test_partition(parts);
+        let route = TestRoute(parts);
         // Split by the partition and taken with `take_block`, or not
         // split and taken with `take_events`.
-        let mut rest = ParallelReader::open_in_blocks(&path, &head, head.position(), threads, None, block, split.then(|| partition.clone())).unwrap();
+        let mut rest = ParallelReader::open_in_blocks(&path, &head, head.position(), threads, None, block, split.then_some(TestRoute(parts))).unwrap();
         // Another thread parsing blocks too, as a sharded runtime's
         // shards do (it stops when the reader is dropped).
         if helper {
@@ -218,7 +232,7 @@ proptest! {
                 for i in 0..b.parts() {
                     let mut rows = Vec::new();
                     for e in b.part(i).unpack_into(&mut events, b.row_base()) {
-                        prop_assert_eq!(partition.part_of(e), i);
+                        prop_assert_eq!(route.part_of(e.fields.first().unwrap_or(&Value::Null)), i);
                         rows.push(e.row);
                     }
                     prop_assert!(rows.windows(2).all(|w| w[0] < w[1]));
@@ -342,7 +356,8 @@ fn a_fatal_error_in_a_later_block_reads_as_one_reader() {
         take(&mut head, skip, &mut got);
         for block in [1, 7, 64] {
             let mut par = got.clone();
-            let mut rest = ParallelReader::open_in_blocks(&path, &head, head.position(), 2, None, block, None).unwrap();
+            let mut rest =
+                ParallelReader::open_in_blocks(&path, &head, head.position(), 2, None, block, None::<NoRoute>).unwrap();
             take(&mut rest, usize::MAX, &mut par);
             assert_eq!(par, one, "skip {skip}, blocks of {block}");
         }
@@ -364,7 +379,8 @@ fn a_patient_reader_reads_as_one_reader_with_or_without_helpers() {
     take(&mut Reader::new(text.as_bytes(), "t", Format::Csv).unwrap(), usize::MAX, &mut one);
     for helped in [false, true] {
         let head = Reader::new(text.as_bytes(), "t", Format::Csv).unwrap();
-        let mut rest = ParallelReader::open_in_blocks(&path, &head, head.position(), 0, None, 64, None).unwrap();
+        let mut rest =
+            ParallelReader::open_in_blocks(&path, &head, head.position(), 0, None, 64, None::<NoRoute>).unwrap();
         rest.set_patience(std::time::Duration::from_micros(100));
         let helper = helped.then(|| {
             let jobs = rest.parse_jobs();
@@ -427,7 +443,8 @@ fn parallel_jsonl_keeps_only_the_known_fields() {
     assert_eq!(known, 4);
     for threads in [0, 2] {
         let mut rest =
-            ParallelReader::open_in_blocks(&path, &head, head.position(), threads, None, 4096, None).unwrap();
+            ParallelReader::open_in_blocks(&path, &head, head.position(), threads, None, 4096, None::<NoRoute>)
+                .unwrap();
         let mut n = 3;
         while rest.next_event(&mut e).unwrap() {
             assert!(e.fields.len() <= known, "row {}: {} fields", e.row, e.fields.len());
