@@ -78,7 +78,7 @@ impl Parsed {
 
     /// Room for the events of a block of `bytes` bytes with `fields` fields
     /// each (rows of 16 bytes or more), and with a partition one part per
-    /// part of it (which [`Parser::parse`] fills), so that a fresh `Parsed` does not
+    /// part of it (which [`Parser::parse`](super::job::Parser::parse) fills), so that a fresh `Parsed` does not
     /// grow while it is filled: each growth copies its vectors into new
     /// memory that the kernel first zeroes, and over the first blocks of a
     /// run that was half the page faults of `cep run --threads 2`.
