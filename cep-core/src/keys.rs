@@ -1,130 +1,14 @@
-//! Partition keys: [`shard_of`], a key's shard among threads (a stable
-//! hash: the same in every run and process), and [`KeyIndex`], keys to
-//! small integers, the one lookup every event of a keyed engine pays.
+//! Partition keys: [`KeyIndex`], keys to small integers, the one lookup
+//! every event of a keyed engine pays.
 //!
 //! Keys are mostly small non-negative integers or strings (interned, so a
-//! [`Sym`] is itself a small integer): those are looked up in dense
+//! [`Sym`](crate::Sym) is itself a small integer): those are looked up in dense
 //! vectors, without hashing. Other keys (negative or large ints,
 //! floats, bools) go through a hash map.
 
 use ahash::AHashMap;
 
-use crate::{Sym, Value};
-
-// ---------------------------------------------------------------------------
-// Shards: a key's place among threads
-
-/// The shard of a key among `shards`: a hash with fixed seeds, so every
-/// run (and every process) puts a key on the same shard. `cep-runtime`
-/// routes by it (and re-exports it as `cep_runtime::shard::shard_of`), and
-/// so does `cep_io::parallel::Partition::by_field`,
-/// which splits parsed blocks the way the runtime routes them. (Checkpoints
-/// of a sharded run depend on it: see `cep_runtime::checkpoint::HASH_VERSION`.)
-///
-/// # Examples
-/// ```
-/// use cep_core::Value;
-/// use cep_core::keys::shard_of;
-/// let s = shard_of(&Value::Int(7), 4);
-/// assert!(s < 4);
-/// assert_eq!(shard_of(&Value::Int(7), 4), s);
-/// ```
-#[inline(always)]
-pub fn shard_of(key: &Value, shards: usize) -> usize {
-    let h = match *key {
-        Value::Int(i) => int_hash(i),
-        _ => other_hash(key),
-    };
-    reduce(h, shards)
-}
-
-/// The hash of an integer key, of which [`shard_of`] takes the remainder:
-/// one 128-bit multiply by an odd constant, its halves folded (so the low
-/// bits, which pick the shard, depend on every bit of the key). Hashing
-/// the `Value` with ahash took a fifth of the reader's time on W5.
-///
-/// # Examples
-/// ```
-/// use cep_core::keys::{int_hash, shard_of};
-/// use cep_core::Value;
-/// assert_eq!(int_hash(7) as usize % 4, shard_of(&Value::Int(7), 4));
-/// ```
-#[inline]
-pub fn int_hash(i: i64) -> u64 {
-    let m = u128::from(i as u64 ^ 0x243f_6a88_85a3_08d3) * 0x9e37_79b9_7f4a_7c15;
-    (m as u64) ^ (m >> 64) as u64
-}
-
-/// The stable hash of a key other than an integer (out of line).
-#[inline(never)]
-fn other_hash(key: &Value) -> u64 {
-    match *key {
-        // By the text: a symbol's number depends on the order strings were
-        // interned, which differs between a run and its resumption.
-        Value::Str(s) => str_hash(s),
-        _ => STABLE.hash_one(key),
-    }
-}
-
-/// A key's hash to a shard among `shards`.
-#[inline]
-fn reduce(h: u64, shards: usize) -> usize {
-    let n = shards.max(1) as u64;
-    // The same remainder, without a division for 2, 4, 8… shards.
-    (if n.is_power_of_two() { h & (n - 1) } else { h % n }) as usize
-}
-
-/// The stable hash of a string key (out of line: it takes the interner's
-/// read lock).
-#[inline(never)]
-fn str_hash(s: Sym) -> u64 {
-    STABLE.hash_one(s.as_str())
-}
-
-thread_local! {
-    /// [`shard_cached`]'s cache, per thread (a runtime's reader's, or each
-    /// parser thread's for a
-    /// `cep_io::parallel::Partition::by_field`): the
-    /// stable hash of each string key by symbol number (0: not yet
-    /// computed), so that routing a string key takes the interner's lock
-    /// once per distinct string, not once per event.
-    static STR_HASHES: std::cell::RefCell<Vec<u64>> = const { std::cell::RefCell::new(Vec::new()) };
-}
-
-/// Fixed seeds: the same key hashes alike in every run and process.
-static STABLE: std::sync::LazyLock<ahash::RandomState> =
-    std::sync::LazyLock::new(|| ahash::RandomState::with_seeds(0x5eed, 0xcafe, 0xf00d, 0xbeef));
-
-/// [`shard_of`], with string hashes kept in this thread's cache by symbol
-/// number: routing a string key then takes the interner's lock once per
-/// distinct string per thread.
-///
-/// # Examples
-/// ```
-/// use cep_core::keys::{shard_cached, shard_of};
-/// use cep_core::Value;
-/// let key = Value::str("AAPL");
-/// assert_eq!(shard_cached(&key, 3), shard_of(&key, 3));
-/// ```
-#[inline(always)]
-pub fn shard_cached(key: &Value, shards: usize) -> usize {
-    let Value::Str(s) = key else { return shard_of(key, shards) };
-    let i = s.index() as usize;
-    let hash = STR_HASHES.with(|cache| {
-        let mut cache = cache.borrow_mut();
-        if cache.len() <= i {
-            cache.resize(i + 1, 0);
-        }
-        if cache[i] == 0 {
-            cache[i] = str_hash(*s);
-        }
-        cache[i]
-    });
-    reduce(hash, shards)
-}
-
-// ---------------------------------------------------------------------------
-// KeyIndex
+use crate::Value;
 
 /// Integer keys in `0..DENSE_INTS` may be looked up in a dense vector.
 const DENSE_INTS: i64 = 1 << 20;
@@ -143,7 +27,7 @@ const PLACES_PER_KEY: usize = 4;
 /// A map from key [`Value`]s to `u32` handles (arena indices), with dense
 /// fast paths for small ints, strings and NULL.
 ///
-/// Small non-negative ints and strings (by their [`Sym`]'s
+/// Small non-negative ints and strings (by their [`Sym`](crate::Sym)'s
 /// number) are looked up in dense vectors, as long as those stay dense: a
 /// vector grows to cover a key only while it then has at most four places
 /// per key of its kind (or 4,096 places in all); a key beyond that goes to
@@ -413,18 +297,5 @@ mod tests {
         assert_eq!(idx.ints.places.len(), 1 << 20);
         assert_eq!((idx.ints.spilled, idx.map.len()), (0, 0));
         assert_eq!(idx.get(&Value::Int(999_995)), Some(5));
-    }
-
-    #[test]
-    fn cached_string_routes_agree_with_shard_of() {
-        for i in 0..200 {
-            let key = if i % 3 == 0 { Value::Int(i) } else { Value::Str(Sym::new(&format!("key{i}"))) };
-            for shards in [1, 2, 3, 4, 7] {
-                // Twice: computed, then from the cache.
-                assert_eq!(shard_cached(&key, shards), shard_of(&key, shards), "{key:?}");
-                assert_eq!(shard_cached(&key, shards), shard_of(&key, shards), "{key:?}");
-            }
-        }
-        assert!(STR_HASHES.with(|cache| cache.borrow().iter().filter(|&&h| h != 0).count()) >= 133);
     }
 }

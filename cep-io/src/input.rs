@@ -13,7 +13,7 @@ use std::time::{Duration, Instant};
 
 use cep_core::{Event, Schema};
 
-use crate::parallel::{ParallelReader, Partition};
+use crate::parallel::{ParallelReader, Route};
 use crate::read::{EventSource, Format, InputPosition, ReadError, Reader};
 use crate::stream::StreamInput;
 
@@ -338,14 +338,14 @@ impl FileInput {
 
     /// The rest of the file, from where the reader stands, parsed on
     /// `threads` threads (see [`ParallelReader::open`]), or split by
-    /// `partition` as it is parsed ([`ParallelReader::open_partitioned`]).
-    pub fn parallel(&self, threads: usize, partition: Option<Partition>) -> io::Result<ParallelReader> {
+    /// `route` as it is parsed ([`ParallelReader::open_partitioned`]).
+    pub fn parallel<P: Route>(&self, threads: usize, route: Option<P>) -> io::Result<ParallelReader> {
         let at = self.reader.position();
         if let Some(c) = &self.counter {
             c.store(at.byte, Ordering::Relaxed);
         }
         let path = Path::new(&self.path);
-        match partition {
+        match route {
             Some(p) => ParallelReader::open_partitioned(path, &self.reader, at, threads, self.counter.clone(), p),
             None => ParallelReader::open(path, &self.reader, at, threads, self.counter.clone()),
         }

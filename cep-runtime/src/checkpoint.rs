@@ -33,9 +33,9 @@ pub const MAGIC: &[u8; 8] = b"CEPCKPT\0";
 /// The version of the payload's shape (3: a CSV input position is after a
 /// row's `\r\n`, where it was between the `\r` and the `\n`).
 pub const FORMAT_VERSION: u32 = 3;
-/// The version of the key-to-shard hash (3: integer keys hashed by
-/// `shard::shard_of`'s own multiply instead of ahash).
-pub const HASH_VERSION: u32 = 3;
+/// The version of the key-to-shard hash, kept beside the hash itself
+/// (`shard/route.rs`) so that the two change together.
+pub use crate::shard::HASH_VERSION;
 
 /// Checkpoints kept in a directory: the newest and the one before it.
 const KEEP: usize = 2;

@@ -132,10 +132,8 @@ use std::sync::Arc;
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
-pub use cep_core::keys::shard_of;
-use cep_core::keys::{int_hash, shard_cached};
 use cep_core::{Event, FieldId, FlatCursor, Timestamp, Value};
-use cep_io::parallel::{ParseJob, PartedBlock, Partition};
+use cep_io::parallel::{ParseJob, PartedBlock};
 use cep_nfa::program::Program;
 use crossbeam_channel::{
     Receiver, RecvError, RecvTimeoutError, Sender, TryRecvError, TrySendError, bounded, select, unbounded,
@@ -143,6 +141,10 @@ use crossbeam_channel::{
 use std::sync::atomic::{AtomicU64, Ordering};
 
 mod balance;
+mod route;
+
+pub use route::{HASH_VERSION, KeyRoute, int_hash, shard_cached, shard_of};
+use route::{Routes, field_shard};
 
 use self::balance::{Balance, Load, Step};
 use crate::checkpoint::ShardedSnapshot;
@@ -803,13 +805,13 @@ impl ShardedRunner {
     /// [`ParallelReader::open_partitioned`](cep_io::parallel::ParallelReader::open_partitioned),
     /// whose blocks [`push_block`](Self::push_block) then hands to the shards
     /// whole. `None` when events may go to several shards.
-    pub fn partition(&self) -> Option<Partition> {
+    pub fn partition(&self) -> Option<KeyRoute> {
         let (field, _) = self.batches.routes.single()?;
         if self.batches.balance.is_some() {
             return None; // slices move between threads
         }
         let shards = self.handles.len();
-        Some(Partition::by_field(shards, field))
+        Some(KeyRoute::new(shards, field))
     }
 
     /// Processes a block of events split by [`partition`](Self::partition):
@@ -1320,67 +1322,6 @@ impl Clock {
         self.last_look = now;
         now
     }
-}
-
-/// Which shards an event goes to, and for which queries.
-#[derive(Debug)]
-struct Routes {
-    /// The queries (and [`LEVELS_BIT`]) of every event, on shard 0: those
-    /// without a partition.
-    always: u64,
-    /// Per key field: the queries (and maybe [`LEVELS_BIT`]) keyed by it.
-    by_field: Vec<(FieldId, u64)>,
-    /// [`single`](Self::single), worked out once.
-    single: Option<(FieldId, u64)>,
-}
-
-impl Routes {
-    /// Groups the queries by the field of their partition key (`keys`, per
-    /// query) and the level alerts by `level_key`, so that each field is
-    /// hashed once per event.
-    fn new(keys: &[Option<FieldId>], level_key: Option<FieldId>) -> Routes {
-        let mut routes = Routes { always: 0, by_field: Vec::new(), single: None };
-        let bits = keys.iter().enumerate().map(|(q, k)| (*k, 1u64 << q));
-        for (key, bit) in bits.chain(level_key.map(|f| (Some(f), LEVELS_BIT))) {
-            match key {
-                None => routes.always |= bit,
-                Some(f) => match routes.by_field.iter_mut().find(|(g, _)| *g == f) {
-                    Some((_, b)) => *b |= bit,
-                    None => routes.by_field.push((f, bit)),
-                },
-            }
-        }
-        routes.single = match routes.by_field[..] {
-            [(f, bits)] if routes.always == 0 => Some((f, bits)),
-            _ => None,
-        };
-        routes
-    }
-
-    /// When every query (and the level alerts) is keyed by one field — the
-    /// common case — that field and the mask of every event.
-    #[inline]
-    fn single(&self) -> Option<(FieldId, u64)> {
-        self.single
-    }
-
-    /// Fills `masks` (one per shard) with the queries `e` is for there.
-    #[inline]
-    fn masks(&self, e: &Event, masks: &mut [u64]) {
-        masks.fill(0);
-        masks[0] = self.always;
-        for &(f, bits) in &self.by_field {
-            masks[field_shard(e, f, masks.len())] |= bits;
-        }
-    }
-}
-
-/// The shard of `e` among `shards` by its field `f` (NULL when it has no
-/// such field): routing, masks and the reader's partition all go through
-/// here, so they agree.
-#[inline(always)]
-fn field_shard(e: &Event, f: FieldId, shards: usize) -> usize {
-    shard_cached(e.fields.get(f as usize).unwrap_or(&Value::Null), shards)
 }
 
 /// The reader's side of the slices: the front's sink, which runs each
@@ -2044,24 +1985,6 @@ impl Shard {
 mod tests {
     use super::*;
     use cep_core::Sym;
-
-    #[test]
-    fn integer_keys_spread_evenly() {
-        // Consecutive keys, and keys that differ only in high bits (the
-        // hash folds the product's halves, so those spread too).
-        for keys in [(0..10_000).collect::<Vec<i64>>(), (0..10_000).map(|k| k << 40).collect()] {
-            for shards in [2, 3, 4, 7, 16] {
-                let mut per = vec![0usize; shards];
-                for &k in &keys {
-                    per[shard_of(&Value::Int(k), shards)] += 1;
-                }
-                let even = keys.len() / shards;
-                for &n in &per {
-                    assert!(n.abs_diff(even) * 10 < even, "{shards} shards: {per:?}");
-                }
-            }
-        }
-    }
 
     /// A batch refilled with events of other widths holds exact copies
     /// (each event's fields overwritten in place when the widths agree,

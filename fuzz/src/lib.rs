@@ -2,16 +2,16 @@
 
 use std::io::{BufReader, Write};
 
-use cep_io::parallel::{BLOCK, EVENT_BLOCK, ParallelReader, Partition};
-use cep_io::read::EventSource;
-use cep_core::{Event, Schema, Sym, Value};
-use cep_io::{Format, ReadError, ReadErrorKind, Reader};
+use cep_core::{Event, FieldId, Schema, Sym, Value};
 use cep_index::LevelIndex;
+use cep_io::parallel::{BLOCK, EVENT_BLOCK, ParallelReader, Route};
+use cep_io::read::EventSource;
+use cep_io::{Format, ReadError, ReadErrorKind, Reader};
 use cep_nfa::compile::{Options, compile};
 use cep_nfa::select::EngineChoice;
 use cep_nfa::stack::Construction;
 use cep_runtime::checkpoint::{self, Checkpoint, PipelineSnapshot, ShardedSnapshot};
-use cep_runtime::shard::ShardedRunner;
+use cep_runtime::shard::{KeyRoute, ShardedRunner};
 use cep_runtime::{JsonLines, Runner};
 
 // ---------------------------------------------------------------- queries
@@ -121,7 +121,12 @@ pub fn query(data: &[u8]) {
         // writes is one runner's output so far, a prefix of the whole.
         if e.row % 5 == 3 {
             sharded.sync(&mut two).expect("a sync runs what one runner ran");
-            assert!(one.starts_with(&two), "after a sync at row {}, not a prefix:\n{}", e.row, String::from_utf8_lossy(&two));
+            assert!(
+                one.starts_with(&two),
+                "after a sync at row {}, not a prefix:\n{}",
+                e.row,
+                String::from_utf8_lossy(&two)
+            );
         }
     }
     sharded.finish(&mut two).expect("a shard finishes what one runner finished");
@@ -286,6 +291,29 @@ fn read_all(r: &mut dyn EventSource, nlines: u64, width: usize, max: usize, out:
 /// The parallel reader (plain or partitioned), opened after `k` events read
 /// by a sequential reader, as `cep run` opens it after its read-ahead;
 /// its items must equal a sequential reader's.
+/// A route of its own for the partitioned reader (beside the runtime's
+/// [`KeyRoute`]): by the parity of the first field's integer or string
+/// length.
+struct Parity;
+
+impl Route for Parity {
+    fn parts(&self) -> usize {
+        2
+    }
+
+    fn field(&self) -> FieldId {
+        0
+    }
+
+    fn part_of(&self, key: &Value) -> usize {
+        match key {
+            Value::Int(i) => (*i as usize) & 1,
+            Value::Str(s) => s.as_str().len() & 1,
+            _ => 0,
+        }
+    }
+}
+
 pub fn parallel(data: &[u8]) {
     let Some((&flags, body)) = data.split_first() else { return };
     let format = format_of(flags);
@@ -350,16 +378,11 @@ pub fn parallel(data: &[u8]) {
     let rest = if partitioned {
         // By a rule of its own, or as a sharded runtime splits (by the key
         // hash of the first field).
-        let part = if data.len() % 3 == 0 {
-            Partition::by_field(2, 0)
+        if data.len() % 3 == 0 {
+            ParallelReader::open_partitioned(&path, &head, at, threads, None, KeyRoute::new(2, 0))
         } else {
-            Partition::new(2, |e: &Event| match e.fields.first() {
-                Some(Value::Int(i)) => (*i as usize) & 1,
-                Some(Value::Str(s)) => s.as_str().len() & 1,
-                _ => 0,
-            })
-        };
-        ParallelReader::open_partitioned(&path, &head, at, threads, None, part)
+            ParallelReader::open_partitioned(&path, &head, at, threads, None, Parity)
+        }
     } else {
         ParallelReader::open(&path, &head, at, threads, None)
     };

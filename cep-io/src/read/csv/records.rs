@@ -29,10 +29,10 @@
 
 use std::io::{self, BufRead};
 
-use super::too_long_message;
+use crate::read::error::too_long_message;
 
 /// Reads CSV records from `R` (see the [module](self) docs).
-pub(super) struct CsvRecords<R> {
+pub(crate) struct CsvRecords<R> {
     src: R,
     /// The general path's parser, built when first needed (a reader
     /// reopened for each block of a file read on threads would otherwise
@@ -62,12 +62,12 @@ pub(super) struct CsvRecords<R> {
 }
 
 /// A fatal error: the line it is on, and its message.
-pub(super) type Fatal = (u64, String);
+pub(crate) type Fatal = (u64, String);
 
 impl<R: BufRead> CsvRecords<R> {
     /// Reads `src`, whose first byte is byte `byte` of the input and which
     /// starts on line `lines + 1`.
-    pub(super) fn new(src: R, byte: u64, lines: u64, max_line: usize) -> CsvRecords<R> {
+    pub(crate) fn new(src: R, byte: u64, lines: u64, max_line: usize) -> CsvRecords<R> {
         CsvRecords {
             src,
             core: None,
@@ -84,32 +84,32 @@ impl<R: BufRead> CsvRecords<R> {
     }
 
     /// The offset in the input after the last record read.
-    pub(super) fn byte(&self) -> u64 {
+    pub(crate) fn byte(&self) -> u64 {
         self.byte
     }
 
     /// The line the next record starts on, at the earliest.
-    pub(super) fn next_line(&self) -> u64 {
+    pub(crate) fn next_line(&self) -> u64 {
         self.lines + 1
     }
 
     /// The line the last record read started on.
-    pub(super) fn record_line(&self) -> u64 {
+    pub(crate) fn record_line(&self) -> u64 {
         self.record_line
     }
 
     /// The source.
-    pub(super) fn get_ref(&self) -> &R {
+    pub(crate) fn get_ref(&self) -> &R {
         &self.src
     }
 
     /// The source, mutably.
-    pub(super) fn get_mut(&mut self) -> &mut R {
+    pub(crate) fn get_mut(&mut self) -> &mut R {
         &mut self.src
     }
 
     /// The longest physical line allowed.
-    pub(super) fn max_line(&self) -> usize {
+    pub(crate) fn max_line(&self) -> usize {
         self.max_line
     }
 
@@ -120,7 +120,7 @@ impl<R: BufRead> CsvRecords<R> {
     /// from the source first if nothing is buffered. Whether `read` took a
     /// record.
     #[inline]
-    pub(super) fn simple_line(&mut self, read: impl FnOnce(&[u8]) -> Option<usize>) -> bool {
+    pub(crate) fn simple_line(&mut self, read: impl FnOnce(&[u8]) -> Option<usize>) -> bool {
         let Some(buf) = peek(&mut self.src, &mut self.pending) else { return false };
         let Some(end) = read(buf) else { return false };
         self.src.consume(end + 1);
@@ -135,7 +135,7 @@ impl<R: BufRead> CsvRecords<R> {
     /// a quoted field still open at the end of the input; `Ok(None)` at the
     /// end of the input.
     #[inline]
-    pub(super) fn next<T>(
+    pub(crate) fn next<T>(
         &mut self,
         visit: impl FnOnce(&[u8], &[(usize, usize)], u64, bool) -> T,
     ) -> Result<Option<T>, Fatal> {
@@ -262,9 +262,9 @@ impl<R: BufRead> CsvRecords<R> {
 }
 
 /// `0x01` in every byte.
-pub(super) const ONES: u64 = 0x0101_0101_0101_0101;
+pub(crate) const ONES: u64 = 0x0101_0101_0101_0101;
 /// The high bit of every byte.
-pub(super) const HIGHS: u64 = 0x8080_8080_8080_8080;
+pub(crate) const HIGHS: u64 = 0x8080_8080_8080_8080;
 
 /// The high bit of each byte of `word` that equals `byte` (exactly: no
 /// carry crosses from one byte into the next).
@@ -334,7 +334,7 @@ fn split_line(buf: &[u8], max: usize, cells: &mut Vec<(usize, usize)>) -> Option
 /// report, as some sources report an error only once (an interrupted read
 /// is left for the next read to retry).
 #[inline]
-pub(super) fn peek<'a, R: BufRead>(src: &'a mut R, pending: &mut Option<io::Error>) -> Option<&'a [u8]> {
+pub(crate) fn peek<'a, R: BufRead>(src: &'a mut R, pending: &mut Option<io::Error>) -> Option<&'a [u8]> {
     if pending.is_some() {
         return None;
     }
