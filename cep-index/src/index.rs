@@ -462,13 +462,16 @@ impl LevelIndex {
     /// Restores a [`snapshot`](Self::snapshot) into an index holding the
     /// same alerts (all armed, no values seen). An error names an alert or
     /// field the index lacks.
-    pub fn restore(&mut self, snap: LevelSnapshot) -> Result<(), String> {
+    pub fn restore(&mut self, snap: LevelSnapshot) -> Result<(), RestoreError> {
         for id in &snap.disarmed {
-            let slot = self.find(id).ok_or_else(|| format!("the saved state names an unknown level alert `{id}`"))?;
+            let slot =
+                self.find(id).ok_or_else(|| RestoreError { kind: RestoreErrorKind::UnknownAlert(id.clone()) })?;
             self.slots[slot as usize].armed = false;
         }
         for (field, key, last) in snap.last {
-            let f = self.field(&field).ok_or_else(|| format!("the saved state names an unwatched field `{field}`"))?;
+            let f = self
+                .field(&field)
+                .ok_or_else(|| RestoreError { kind: RestoreErrorKind::UnwatchedField(field.clone()) })?;
             let sid = self.series_in(f.0, key);
             self.series[sid as usize].last = last;
         }
@@ -495,3 +498,48 @@ impl LevelIndex {
         slots + ids + series + keys
     }
 }
+
+/// Why [`LevelIndex::restore`] refused a saved state: it names an alert or
+/// a field this index does not have, so it was taken from an index with
+/// other alerts. Its text is the one `cep run` prints on a failed resume.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct RestoreError {
+    kind: RestoreErrorKind,
+}
+
+/// What a [`RestoreError`] is about; private, so that new cases can be
+/// added without breaking callers, who read it through the accessors.
+#[derive(Clone, Debug, PartialEq, Eq)]
+enum RestoreErrorKind {
+    UnknownAlert(String),
+    UnwatchedField(String),
+}
+
+impl RestoreError {
+    /// The id of the saved alert this index lacks, if that is the error.
+    pub fn unknown_alert(&self) -> Option<&str> {
+        match &self.kind {
+            RestoreErrorKind::UnknownAlert(id) => Some(id),
+            RestoreErrorKind::UnwatchedField(_) => None,
+        }
+    }
+
+    /// The saved field no alert of this index watches, if that is the error.
+    pub fn unwatched_field(&self) -> Option<&str> {
+        match &self.kind {
+            RestoreErrorKind::UnwatchedField(field) => Some(field),
+            RestoreErrorKind::UnknownAlert(_) => None,
+        }
+    }
+}
+
+impl std::fmt::Display for RestoreError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match &self.kind {
+            RestoreErrorKind::UnknownAlert(id) => write!(f, "the saved state names an unknown level alert `{id}`"),
+            RestoreErrorKind::UnwatchedField(field) => write!(f, "the saved state names an unwatched field `{field}`"),
+        }
+    }
+}
+
+impl std::error::Error for RestoreError {}

@@ -9,6 +9,6 @@ pub mod scan;
 mod series;
 
 pub use alert::{Alert, AlertError, AlertState, Direction, Fire, Trigger, step};
-pub use index::{FieldRef, LevelIndex, LevelSnapshot};
+pub use index::{FieldRef, LevelIndex, LevelSnapshot, RestoreError};
 pub use order::order_key;
 pub use scan::ScanIndex;

@@ -1065,7 +1065,8 @@ impl ShardedRunner {
         let key = crate::partition_field(&programs[0]);
         let info = crate::query_info(&programs[0]);
         for (i, p) in programs.into_iter().enumerate() {
-            self.control(i, Box::new(move |r: &mut Runner| r.add_query(p).map(|_| ()))).map_err(|e| e.to_string())?;
+            self.control(i, Box::new(move |r: &mut Runner| r.add_query(p).map(|_| ()).map_err(|e| e.to_string())))
+                .map_err(|e| e.to_string())?;
         }
         self.batches.keys.push(key);
         self.batches.reroute();

@@ -2,6 +2,7 @@
 
 use cep_core::Timestamp;
 
+mod fifo;
 pub mod reorder;
 pub mod wheel;
 
