@@ -40,8 +40,9 @@ impl From<io::Error> for PushError {
     }
 }
 
-/// Why [`Runner::add_query`](crate::Runner::add_query) refused a query: the
-/// runner's engine choice cannot run it (the text says why).
+/// Why a runner refused a change: [`Runner::add_query`](crate::Runner::add_query)
+/// a query its engine choice cannot run, or a change sent to a shard
+/// ([`shard::Control`](crate::shard::Control)) that failed (the text says why).
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct RunnerError {
     kind: RunnerErrorKind,
@@ -53,6 +54,8 @@ pub struct RunnerError {
 enum RunnerErrorKind {
     /// The forced engine cannot run the query.
     Engine(String),
+    /// A change to the runner failed, or a sharded runtime refused it.
+    Refused(String),
 }
 
 impl RunnerError {
@@ -60,8 +63,13 @@ impl RunnerError {
         RunnerError { kind: RunnerErrorKind::Engine(why) }
     }
 
-    /// Whether the engine the runner forces cannot run the query (so far
-    /// the only reason).
+    /// A change refused for `why` (for the changes a caller sends to a
+    /// shard's runner, [`shard::Control`](crate::shard::Control)).
+    pub fn refused(why: impl Into<String>) -> RunnerError {
+        RunnerError { kind: RunnerErrorKind::Refused(why.into()) }
+    }
+
+    /// Whether the engine the runner forces cannot run the query.
     pub fn is_engine(&self) -> bool {
         matches!(self.kind, RunnerErrorKind::Engine(_))
     }
@@ -70,7 +78,7 @@ impl RunnerError {
 impl std::fmt::Display for RunnerError {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         match &self.kind {
-            RunnerErrorKind::Engine(why) => f.write_str(why),
+            RunnerErrorKind::Engine(why) | RunnerErrorKind::Refused(why) => f.write_str(why),
         }
     }
 }

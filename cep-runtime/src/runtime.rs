@@ -23,7 +23,7 @@ use crossbeam_channel::Sender;
 
 use crate::job::{Driver, Job, JobError, JobErrorKind, JobSpec, QueryText};
 use crate::shard::shard_of;
-use crate::{JsonLines, PushError, QueryInfo, Runner, Summary};
+use crate::{JsonLines, PushError, QueryInfo, Runner, RunnerError, Summary};
 
 /// Where a [`Runtime`] writes its output lines.
 pub enum Output {
@@ -441,8 +441,8 @@ impl Runtime {
             Driver::Sharded(r) => {
                 let shard = shard_of(&alert.key, r.slices());
                 let change = move |r: &mut Runner| match r.levels_mut() {
-                    Some(idx) => idx.add(alert).map_err(|e| e.to_string()),
-                    None => Err("this shard has no level alerts".into()),
+                    Some(idx) => idx.add(alert).map_err(|e| RunnerError::refused(e.to_string())),
+                    None => Err(RunnerError::refused("this shard has no level alerts")),
                 };
                 r.control(shard, Box::new(change)).map_err(|e| invalid(e.to_string()))
             }

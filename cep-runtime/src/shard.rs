@@ -150,7 +150,8 @@ use self::balance::{Balance, Load, Step};
 use crate::checkpoint::ShardedSnapshot;
 use crate::order::{KeyedLines, Lines, Merger};
 use crate::{
-    JsonLines, LEVELS_BIT, MASK_QUERIES, PushError, QueryInfo, Runner, RunnerSnapshot, RunnerStats, Sink, Summary,
+    JsonLines, LEVELS_BIT, MASK_QUERIES, PushError, QueryInfo, Runner, RunnerError, RunnerSnapshot, RunnerStats, Sink,
+    Summary,
 };
 
 /// Events per batch (per shard).
@@ -410,7 +411,7 @@ enum ToShard {
 }
 
 /// A change applied to a shard's runner between two batches.
-pub type Control = Box<dyn FnOnce(&mut Runner) -> Result<(), String> + Send>;
+pub type Control = Box<dyn FnOnce(&mut Runner) -> Result<(), RunnerError> + Send>;
 
 /// What a worker sends back.
 enum FromShard {
@@ -1055,18 +1056,18 @@ impl ShardedRunner {
     /// Adds a query while events flow, from one program per slice
     /// (compiled alike): it starts at the current watermark on every slice
     /// (see [`Runner::add_query`]); the slices' engine choice must run it.
-    pub fn add_query(&mut self, programs: Vec<Program<Event>>) -> Result<(), String> {
+    pub fn add_query(&mut self, programs: Vec<Program<Event>>) -> Result<(), RunnerError> {
         if programs.len() != self.slices() {
-            return Err(format!("{} programs for {} slices", programs.len(), self.slices()));
+            return Err(RunnerError::refused(format!("{} programs for {} slices", programs.len(), self.slices())));
         }
         if self.infos.len() >= MASK_QUERIES {
-            return Err(format!("a sharded runtime runs at most {MASK_QUERIES} queries"));
+            return Err(RunnerError::refused(format!("a sharded runtime runs at most {MASK_QUERIES} queries")));
         }
         let key = crate::partition_field(&programs[0]);
         let info = crate::query_info(&programs[0]);
         for (i, p) in programs.into_iter().enumerate() {
-            self.control(i, Box::new(move |r: &mut Runner| r.add_query(p).map(|_| ()).map_err(|e| e.to_string())))
-                .map_err(|e| e.to_string())?;
+            self.control(i, Box::new(move |r: &mut Runner| r.add_query(p).map(|_| ())))
+                .map_err(|e| RunnerError::refused(e.to_string()))?;
         }
         self.batches.keys.push(key);
         self.batches.reroute();
@@ -1858,7 +1859,7 @@ impl Shard {
                     ran
                 }
                 ToShard::Block(block, mask, wm) => self.block(&block, mask, wm, &mut sink).map_err(|e| e.to_string()),
-                ToShard::Control(j, change) => self.runner(j).and_then(change),
+                ToShard::Control(j, change) => self.runner(j).and_then(|r| change(r).map_err(|e| e.to_string())),
                 ToShard::Checkpoint => self.checkpoint(&mut sink),
                 ToShard::End { input_ended } => self.end(input_ended, &mut sink),
                 ToShard::Adopt(j, runner) => {
@@ -2084,7 +2085,8 @@ mod tests {
         // Shard 1 stalls until released; a second thread waits until the
         // pushes stop, notes how many there were, and releases it.
         let (release, stalled) = bounded::<()>(0);
-        r.control(1, Box::new(move |_| stalled.recv().map_err(|e| e.to_string()))).expect("shard 1 runs");
+        r.control(1, Box::new(move |_| stalled.recv().map_err(|e| RunnerError::refused(e.to_string()))))
+            .expect("shard 1 runs");
         let pushed = Arc::new(AtomicUsize::new(0));
         let watcher = {
             let pushed = Arc::clone(&pushed);
