@@ -110,6 +110,7 @@ pub struct RuntimeBuilder {
     max_partials: Option<usize>,
     time_unit: TimeUnit,
     ordered: bool,
+    flush_after: Option<std::time::Duration>,
 }
 
 impl RuntimeBuilder {
@@ -182,6 +183,16 @@ impl RuntimeBuilder {
         self
     }
 
+    /// On several threads, how long a partial batch may wait before it is
+    /// sent to its shard (default 250 µs; see
+    /// [`ShardedRunner::set_flush_after`](crate::shard::ShardedRunner::set_flush_after)):
+    /// shorter lowers the latency of a slow stream's matches, and costs
+    /// more, smaller batches. No effect on one thread.
+    pub fn flush_after(mut self, wait: std::time::Duration) -> Self {
+        self.flush_after = Some(wait);
+        self
+    }
+
     /// Allowed out-of-orderness, in timestamp units (default 0).
     pub fn max_delay(mut self, ticks: i64) -> Self {
         self.max_delay = ticks;
@@ -240,7 +251,10 @@ impl RuntimeBuilder {
             time_unit: self.time_unit,
             ..JobSpec::default()
         };
-        let (job, schema) = Job::for_pushing(spec.clone(), self.schema)?;
+        let (mut job, schema) = Job::for_pushing(spec.clone(), self.schema)?;
+        if let (Some(wait), Driver::Sharded(r)) = (self.flush_after, &mut job.driver) {
+            r.set_flush_after(wait);
+        }
         let sink = JsonLines::new(LineOut { output, lines: LineSplitter::default(), written: 0 });
         Ok(Runtime { job, sink, schema, spec, alert_keys, watched })
     }
@@ -307,6 +321,7 @@ impl Runtime {
             max_partials: None,
             time_unit: TimeUnit::Millis,
             ordered: false,
+            flush_after: None,
         }
     }
 

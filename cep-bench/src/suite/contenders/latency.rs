@@ -6,9 +6,8 @@ use std::rc::Rc;
 use std::time::{Duration, Instant};
 
 use cep_core::{Event, Sym};
-use cep_runtime::shard::ShardedRunner;
+use cep_runtime::runtime::{Output, Runtime};
 
-use super::runtime::rise_spike_runner;
 use crate::suite::digest::measure;
 use crate::suite::streams::Stream;
 use crate::suite::{Contender, Latency, Pass};
@@ -28,6 +27,19 @@ impl Write for Stamped {
         self.bytes.extend_from_slice(buf);
         self.writes.push((self.bytes.len(), self.start.elapsed()));
         Ok(buf.len())
+    }
+
+    fn flush(&mut self) -> io::Result<()> {
+        Ok(())
+    }
+}
+
+/// [`Stamped`] behind a lock, for an output that must be `'static`.
+struct SharedStamped(std::sync::Arc<parking_lot::Mutex<Stamped>>);
+
+impl Write for SharedStamped {
+    fn write(&mut self, buf: &[u8]) -> io::Result<usize> {
+        self.0.lock().write(buf)
     }
 
     fn flush(&mut self) -> io::Result<()> {
@@ -59,7 +71,8 @@ pub fn paced_run(threads: usize, ticks: &[Tick], rate: f64, flush_after: Option<
     let mut e = Event::default();
     let mut pushed = Vec::with_capacity(ticks.len());
     let start = Instant::now();
-    let mut out = Stamped { start, bytes: Vec::new(), writes: Vec::new() };
+    let stamped =
+        std::sync::Arc::new(parking_lot::Mutex::new(Stamped { start, bytes: Vec::new(), writes: Vec::new() }));
     let pace = |i: usize| {
         let due = Duration::from_secs_f64(i as f64 / rate);
         while start.elapsed() < due {
@@ -67,28 +80,20 @@ pub fn paced_run(threads: usize, ticks: &[Tick], rate: f64, flush_after: Option<
         }
         start.elapsed()
     };
-    if threads == 1 {
-        let mut r = rise_spike_runner();
-        let mut sink = cep_runtime::JsonLines::new(&mut out);
-        for (i, t) in ticks.iter().enumerate() {
-            w1::fill(&mut e, t, tick);
-            pushed.push(pace(i));
-            r.push(&e, &mut sink).expect("events in order");
-        }
-        r.finish(&mut sink).expect("no output to fail");
-    } else {
-        let slices = (0..ShardedRunner::slices_for(threads)).map(|_| rise_spike_runner()).collect();
-        let mut r = ShardedRunner::balanced(cep_runtime::Runner::new(Vec::new()), slices, threads - 1);
-        if let Some(wait) = flush_after {
-            r.set_flush_after(wait);
-        }
-        for (i, t) in ticks.iter().enumerate() {
-            w1::fill(&mut e, t, tick);
-            pushed.push(pace(i));
-            r.push(&e, &mut out).expect("events in order");
-        }
-        r.finish(&mut out).expect("no output to fail");
+    // Through the library's front door, as W5 runs: one thread, the runner
+    // here; more, the keys shared with `threads - 1` workers.
+    let mut builder = Runtime::builder().schema(w1::schema()).query(w1::RISE_SPIKE).threads(threads.max(1));
+    if let Some(wait) = flush_after {
+        builder = builder.flush_after(wait);
     }
+    let mut rt = builder.build(Output::Writer(Box::new(SharedStamped(stamped.clone())))).expect("rise_spike compiles");
+    for (i, t) in ticks.iter().enumerate() {
+        w1::fill(&mut e, t, tick);
+        pushed.push(pace(i));
+        rt.push(&e).expect("events in order");
+    }
+    rt.finish().expect("no output to fail");
+    let out = std::mem::replace(&mut *stamped.lock(), Stamped { start, bytes: Vec::new(), writes: Vec::new() });
     let seconds = start.elapsed().as_secs_f64();
     let latency = latency(&out, &pushed, ticks, rate);
     PacedRun { out: out.bytes, seconds, latency }
