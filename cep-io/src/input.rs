@@ -373,6 +373,10 @@ impl EventSource for FileInput {
         self.reader.file()
     }
 
+    fn may_wait(&self) -> bool {
+        self.stream
+    }
+
     fn would_wait(&self) -> bool {
         match self.reader.get_ref() {
             Bytes::Stream(s) => s.would_wait(),

@@ -19,6 +19,10 @@ use crate::read::{EventSource, InputPosition, ReadError};
 pub trait Feed {
     /// The next event, or `None` at the end.
     fn next_event(&mut self) -> Option<Event>;
+    /// Whether it can wait at all (see [`EventSource::may_wait`]).
+    fn may_wait(&self) -> bool {
+        false
+    }
     /// Whether [`next_event`](Self::next_event) would wait.
     fn would_wait(&self) -> bool {
         false
@@ -62,6 +66,10 @@ impl<F: Feed> EventSource for Memory<F> {
         &self.name
     }
 
+    fn may_wait(&self) -> bool {
+        self.feed.may_wait()
+    }
+
     fn would_wait(&self) -> bool {
         self.feed.would_wait()
     }
@@ -98,6 +106,7 @@ impl<I: Iterator<Item = Event>> Feed for Iter<I> {
 /// }
 /// assert_eq!(rows, [(0, 0), (1, 10), (2, 20)]);
 /// assert_eq!(src.rows(), 3);
+/// assert!(!src.may_wait(), "an iterator never waits: a job takes it in batches");
 /// ```
 pub type IterSource<I> = Memory<Iter<I>>;
 
@@ -128,7 +137,7 @@ pub struct Channel {
 ///
 /// let (tx, rx) = crossbeam_channel::bounded(16);
 /// let mut src = ChannelSource::new("events", rx);
-/// assert!(src.would_wait());
+/// assert!(src.may_wait() && src.would_wait());
 /// tx.send(Event::new(Sym::new("A"), 5, 0, Vec::new())).unwrap();
 /// drop(tx);
 /// let mut e = Event::default();
@@ -156,6 +165,10 @@ impl Feed for Channel {
                 e
             }
         }
+    }
+
+    fn may_wait(&self) -> bool {
+        true
     }
 
     fn would_wait(&self) -> bool {

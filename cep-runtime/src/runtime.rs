@@ -387,8 +387,7 @@ impl Runtime {
     /// ```
     pub fn flush(&mut self) -> Result<(), PushError> {
         self.job.driver.sync(&mut self.sink)?;
-        self.sink.flush()?;
-        self.sink.get_mut().flush().map_err(PushError::Io)
+        self.sink.flush().map_err(PushError::Io)
     }
 
     /// Adds queries while events flow: each starts at the current
@@ -486,7 +485,6 @@ impl Runtime {
     pub fn finish(mut self) -> io::Result<Summary> {
         self.job.driver.finish(&mut self.sink)?;
         self.sink.flush()?;
-        self.sink.get_mut().flush()?;
         Ok(self.job.summary())
     }
 }

@@ -1,6 +1,7 @@
 //! Running an engine to the end of its input and collecting its matches:
 //! the "push, drain, finish, drain" loop, written once for the run engine
-//! and the stack engine ([`Drive`]).
+//! and the stack engine, through their common trait
+//! ([`MatchEngine`]).
 //!
 //! - [`run_to_end`]: one engine, every event pushed and drained, then the
 //!   end of the input.
@@ -24,72 +25,28 @@
 //! assert_eq!(matches[0].rows, [0, 1]);
 //! ```
 
-use cep_core::{Event, Match, Timestamp};
+use cep_core::{Event, Match};
 use cep_nfa::engine::{Engine, LateEvent};
+use cep_nfa::engines::MatchEngine;
 use cep_nfa::program::Program;
 use cep_nfa::reference::RefMatch;
-use cep_nfa::stack::StackEngine;
 
-/// An engine a test can drive: what the run engine and the stack engine
-/// have in common (their push, advance, finish and drain).
-pub trait Drive {
-    /// Runs one event (an event before the watermark is refused).
-    fn push_event(&mut self, e: &Event) -> Result<(), LateEvent>;
-    /// Fires the deadlines before `wm`.
-    fn advance_watermark(&mut self, wm: Timestamp);
-    /// The end of the input: every pending deadline fires.
-    fn finish_input(&mut self);
-    /// Moves the matches found so far to `out`, in emission order.
-    fn take_matches(&mut self, out: &mut Vec<Match>);
-}
-
-impl Drive for Engine<Event> {
-    fn push_event(&mut self, e: &Event) -> Result<(), LateEvent> {
-        self.push(e)
-    }
-
-    fn advance_watermark(&mut self, wm: Timestamp) {
-        self.advance(wm);
-    }
-
-    fn finish_input(&mut self) {
-        self.finish();
-    }
-
-    fn take_matches(&mut self, out: &mut Vec<Match>) {
-        out.extend(self.drain());
-    }
-}
-
-impl Drive for StackEngine<Event> {
-    fn push_event(&mut self, e: &Event) -> Result<(), LateEvent> {
-        self.push(e)
-    }
-
-    fn advance_watermark(&mut self, wm: Timestamp) {
-        self.advance(wm);
-    }
-
-    fn finish_input(&mut self) {
-        self.finish();
-    }
-
-    fn take_matches(&mut self, out: &mut Vec<Match>) {
-        out.extend(self.drain());
-    }
+/// Moves `engine`'s matches found so far to `out`, in emission order.
+fn take_matches(engine: &mut impl MatchEngine<Event>, out: &mut Vec<Match>) {
+    out.extend(engine.matches_mut().drain());
 }
 
 /// Pushes every event (draining after each), then the end of the input:
 /// every match in emission order, or the first event the engine refused
 /// as late.
-pub fn try_run_to_end(engine: &mut impl Drive, events: &[Event]) -> Result<Vec<Match>, LateEvent> {
+pub fn try_run_to_end(engine: &mut impl MatchEngine<Event>, events: &[Event]) -> Result<Vec<Match>, LateEvent> {
     let mut got = Vec::new();
     for e in events {
-        engine.push_event(e)?;
-        engine.take_matches(&mut got);
+        engine.push(e)?;
+        take_matches(engine, &mut got);
     }
-    engine.finish_input();
-    engine.take_matches(&mut got);
+    engine.finish();
+    take_matches(engine, &mut got);
     Ok(got)
 }
 
@@ -97,7 +54,7 @@ pub fn try_run_to_end(engine: &mut impl Drive, events: &[Event]) -> Result<Vec<M
 ///
 /// # Panics
 /// If the engine refuses an event as late.
-pub fn run_to_end(engine: &mut impl Drive, events: &[Event]) -> Vec<Match> {
+pub fn run_to_end(engine: &mut impl MatchEngine<Event>, events: &[Event]) -> Vec<Match> {
     try_run_to_end(engine, events).unwrap_or_else(|l| panic!("an event in order refused: {l}"))
 }
 
@@ -106,27 +63,27 @@ pub fn run_to_end(engine: &mut impl Drive, events: &[Event]) -> Vec<Match> {
 /// in statement order; each engine runs the event; then every engine is
 /// drained in statement order; at the end each is finished and drained in
 /// statement order. Every match with its statement's index, in that order.
-pub fn run_like_cep<D: Drive>(engines: &mut [D], events: &[Event]) -> Result<Vec<(usize, Match)>, String> {
+pub fn run_like_cep<D: MatchEngine<Event>>(engines: &mut [D], events: &[Event]) -> Result<Vec<(usize, Match)>, String> {
     let mut out = Vec::new();
     let mut got = Vec::new();
     let mut take = |i: usize, engine: &mut D, out: &mut Vec<(usize, Match)>| {
-        engine.take_matches(&mut got);
+        take_matches(engine, &mut got);
         out.extend(got.drain(..).map(|m| (i, m)));
     };
     for ev in events {
         for (i, engine) in engines.iter_mut().enumerate() {
-            engine.advance_watermark(ev.ts);
+            engine.advance(ev.ts);
             take(i, engine, &mut out);
         }
         for engine in engines.iter_mut() {
-            engine.push_event(ev).map_err(|l| format!("row {}: {l}", ev.row))?;
+            engine.push(ev).map_err(|l| format!("row {}: {l}", ev.row))?;
         }
         for (i, engine) in engines.iter_mut().enumerate() {
             take(i, engine, &mut out);
         }
     }
     for (i, engine) in engines.iter_mut().enumerate() {
-        engine.finish_input();
+        engine.finish();
         take(i, engine, &mut out);
     }
     Ok(out)

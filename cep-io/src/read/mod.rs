@@ -424,6 +424,14 @@ pub trait EventSource {
         None
     }
 
+    /// Whether this source can wait for input at all (a stream, a
+    /// channel): a job then sends out every match before it waits, instead
+    /// of taking events in batches. A file or an iterator never waits (the
+    /// default).
+    fn may_wait(&self) -> bool {
+        false
+    }
+
     /// Whether the next event would wait for input (a stream that has
     /// nothing more yet): the job then sends out every match so far. A file
     /// never waits (the default).

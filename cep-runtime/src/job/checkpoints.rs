@@ -6,7 +6,7 @@ use std::path::{Path, PathBuf};
 use cep_io::InputPosition;
 use cep_io::parallel::BlockInfo;
 
-use super::drive::{Sink, flush_all};
+use super::drive::Sink;
 use super::driver::Driver;
 use super::error::{JobError, JobErrorKind};
 use crate::checkpoint::{self, Checkpoint};
@@ -52,7 +52,7 @@ impl Checkpoints {
             JobError::new(JobErrorKind::Checkpoint { dir: dir.clone(), doing: "save a checkpoint in", error })
         };
         let state = driver.snapshot(sink).map_err(failed)?;
-        flush_all(sink).map_err(failed)?;
+        sink.flush().map_err(failed)?;
         let out = sink.get_mut().get_mut();
         out.sync().map_err(failed)?;
         let input = input.filter(|at| at.row == position);

@@ -3,7 +3,7 @@
 //! the input waits, and the idle clock while it does; a stop asked for
 //! between two events.
 
-use std::io::{BufWriter, Write};
+use std::io::BufWriter;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
@@ -297,10 +297,4 @@ pub(crate) fn push_failed(e: PushError) -> JobError {
         PushError::Io(io) => write_failed(io),
         late @ PushError::Late { .. } => write_failed(std::io::Error::other(late.to_string())),
     }
-}
-
-/// Flushes `sink` through to the output (for a checkpoint: also synced).
-pub(crate) fn flush_all<W: JobOutput>(sink: &mut Sink<W>) -> std::io::Result<()> {
-    sink.flush()?;
-    sink.get_mut().flush()
 }

@@ -172,9 +172,7 @@ impl<'a> JobInput<'a> {
     fn is_stream(&self) -> bool {
         match &self.source {
             Source::File(i) => i.is_stream(),
-            // A source of events in memory may wait (a channel): it is
-            // treated as a stream, its matches out before it waits.
-            Source::Events(..) => true,
+            Source::Events(s, _) => s.may_wait(),
             Source::Pushed(_) => false,
         }
     }
@@ -486,7 +484,7 @@ impl Job {
             // The first failure is the one to report.
             let _ = self.driver.stop(&mut sink);
         }
-        let flushed = drive::flush_all(&mut sink).map_err(write_failed);
+        let flushed = sink.flush().map_err(write_failed);
         let ended = result?;
         flushed?;
         Ok(match ended {
