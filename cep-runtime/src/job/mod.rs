@@ -244,7 +244,9 @@ impl Job {
         let spec_error = |m: &str| JobError::new(JobErrorKind::Spec(m.to_owned()));
         match spec.threads {
             Some(0) => return Err(spec_error("a job needs at least one thread")),
-            Some(n) if n > MAX_THREADS => return Err(spec_error("a job takes at most 1024 threads")),
+            Some(n) if n > MAX_THREADS => {
+                return Err(spec_error(&format!("a job takes at most {MAX_THREADS} threads")));
+            }
             _ => {}
         }
         if spec.checkpoint.as_ref().is_some_and(|c| c.every == 0) {
