@@ -36,6 +36,25 @@ static REALLOCS: AtomicU64 = AtomicU64::new(0);
 static DEALLOCS: AtomicU64 = AtomicU64::new(0);
 static BYTES: AtomicU64 = AtomicU64::new(0);
 static LIVE: AtomicU64 = AtomicU64::new(0);
+static PEAK: AtomicU64 = AtomicU64::new(0);
+
+/// `n` more bytes live: the peak follows.
+#[inline]
+fn grew(n: u64) {
+    let now = LIVE.fetch_add(n, Relaxed) + n;
+    PEAK.fetch_max(now, Relaxed);
+}
+
+/// The most bytes live at once since the last [`reset_peak`] (0 unless
+/// [`Counting`] is the global allocator).
+pub fn peak() -> u64 {
+    PEAK.load(Relaxed)
+}
+
+/// Starts a new peak from the bytes live now.
+pub fn reset_peak() {
+    PEAK.store(LIVE.load(Relaxed), Relaxed);
+}
 
 /// The counting allocator: install it with `#[global_allocator]`.
 #[derive(Clone, Copy, Debug, Default)]
@@ -49,7 +68,7 @@ unsafe impl GlobalAlloc for Counting {
     unsafe fn alloc(&self, layout: Layout) -> *mut u8 {
         ALLOCS.fetch_add(1, Relaxed);
         BYTES.fetch_add(layout.size() as u64, Relaxed);
-        LIVE.fetch_add(layout.size() as u64, Relaxed);
+        grew(layout.size() as u64);
         // SAFETY: forwards to `System`; the caller upholds `alloc`'s contract
         // (a layout of non-zero size).
         unsafe { System.alloc(layout) }
@@ -59,7 +78,7 @@ unsafe impl GlobalAlloc for Counting {
     unsafe fn alloc_zeroed(&self, layout: Layout) -> *mut u8 {
         ALLOCS.fetch_add(1, Relaxed);
         BYTES.fetch_add(layout.size() as u64, Relaxed);
-        LIVE.fetch_add(layout.size() as u64, Relaxed);
+        grew(layout.size() as u64);
         // SAFETY: forwards to `System`; the caller upholds `alloc_zeroed`'s
         // contract (a layout of non-zero size).
         unsafe { System.alloc_zeroed(layout) }
@@ -78,8 +97,11 @@ unsafe impl GlobalAlloc for Counting {
     unsafe fn realloc(&self, ptr: *mut u8, layout: Layout, new_size: usize) -> *mut u8 {
         REALLOCS.fetch_add(1, Relaxed);
         BYTES.fetch_add(new_size.saturating_sub(layout.size()) as u64, Relaxed);
-        LIVE.fetch_add(new_size as u64, Relaxed);
-        LIVE.fetch_sub(layout.size() as u64, Relaxed);
+        if new_size >= layout.size() {
+            grew((new_size - layout.size()) as u64);
+        } else {
+            LIVE.fetch_sub((layout.size() - new_size) as u64, Relaxed);
+        }
         // SAFETY: forwards to `System`; the caller guarantees `ptr` came from
         // this allocator (hence from `System`) with `layout`, and that
         // `new_size` is non-zero and does not overflow when rounded to the

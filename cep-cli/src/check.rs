@@ -48,9 +48,40 @@ pub fn check(args: CheckArgs) -> Result<(), Failure> {
     for p in &compiled.programs {
         print!("{}", cep_nfa::compile::plan::render_with(p, choice));
     }
+    for p in &compiled.programs {
+        if let Some(why) = unbounded(p) {
+            eprintln!(
+                "warning: query {}: no WITHIN bounds its state ({why}): it may grow with the input until \
+                 --max-state stops the run (or, with --on-state-limit drop-oldest, drops partial matches)",
+                p.name
+            );
+        }
+    }
     // A forced engine that cannot run a query is an error, as in `cep run`.
     for p in &compiled.programs {
         cep_nfa::select::explain(p, choice).map_err(|e| Failure::bad_input(format!("error: {e}")))?;
     }
     Ok(())
+}
+
+/// Why nothing bounds a query's state (LANGUAGE.md §6: a Kleene element or
+/// skip-till-any-match without a statement `WITHIN`), if so.
+fn unbounded<E>(p: &cep_nfa::program::Program<E>) -> Option<String> {
+    if p.window.is_some() {
+        return None;
+    }
+    let names = p.var_names();
+    let kleene: Vec<&str> =
+        p.elements.iter().zip(&names).filter(|(e, _)| e.quant.is_kleene()).map(|(_, n)| *n).collect();
+    let any = p.strategy == cep_nfa::program::Strategy::AnyMatch;
+    match (kleene.as_slice(), any) {
+        ([], false) => None,
+        ([], true) => Some("skip-till-any-match".to_owned()),
+        (k, any) => Some(format!(
+            "Kleene element{} {}{}",
+            if k.len() == 1 { "" } else { "s" },
+            k.join(", "),
+            if any { " under skip-till-any-match" } else { "" }
+        )),
+    }
 }

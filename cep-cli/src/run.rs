@@ -6,6 +6,7 @@ use std::fs::File;
 use std::io;
 use std::path::{Path, PathBuf};
 
+use cep_core::budget::{OnLimit, half_of_memory, parse_size};
 use cep_core::time::{DurationUnit, to_ticks};
 use cep_index::file::read_alerts;
 use cep_io::FileOutput;
@@ -93,6 +94,16 @@ pub struct RunArgs {
     /// dropped (and counted) beyond it.
     #[arg(long, value_name = "N")]
     max_partials_per_key: Option<usize>,
+    /// Bound on the memory of partial matches, buffered events and per-key
+    /// history of all queries (bytes, or with a unit: `512MiB`, `4GiB`).
+    /// Default: half of the machine's memory.
+    #[arg(long, value_name = "SIZE")]
+    max_state: Option<String>,
+    /// At the state bound: `fail` stops the run (exit 2) naming the query
+    /// and key that hold the most; `drop-oldest` drops the oldest partial
+    /// matches of the largest keys, warns once and counts them.
+    #[arg(long, value_name = "fail|drop-oldest", default_value = "fail")]
+    on_state_limit: String,
     /// Engine for the queries: auto (the stack engine where a query
     /// qualifies), run, or stack (an error if a query does not qualify).
     #[arg(long, value_name = "auto|run|stack", default_value = "auto")]
@@ -139,6 +150,7 @@ pub fn run(args: RunArgs) -> Result<(), Failure> {
     if args.max_partials_per_key == Some(0) {
         return Err(Failure::bad_input("--max-partials-per-key must be at least 1"));
     }
+    let (max_state, on_state_limit) = state_bound(&args)?;
     if args.resume && args.checkpoint.is_none() {
         return Err(Failure::bad_input("--resume needs --checkpoint DIR (where the checkpoints are)"));
     }
@@ -181,6 +193,8 @@ pub fn run(args: RunArgs) -> Result<(), Failure> {
         engine,
         construction,
         max_partials_per_key: args.max_partials_per_key,
+        max_state: Some(max_state),
+        on_state_limit,
         time_unit: unit,
         skip_bad_rows: skip_bad,
         idle_timeout,
@@ -200,7 +214,7 @@ pub fn run(args: RunArgs) -> Result<(), Failure> {
     })?;
     let watch = progress.as_mut().map(|p| p as &mut dyn cep_runtime::job::Progress);
     let result = job.run(input, out, watch);
-    print_summary(job.rows_read(), job.skipped(), &job.summary(), job.queries(), args.levels.is_some());
+    print_summary(job.rows_read(), job.skipped(), &job.summary(), job.dropped(), job.queries(), args.levels.is_some());
     if args.stats {
         print_stats(job.rows_read(), job.skipped(), &job.stats());
         if let Some(note) = job.split_note() {
@@ -208,6 +222,30 @@ pub fn run(args: RunArgs) -> Result<(), Failure> {
         }
     }
     result.map(|_| ()).map_err(job_failure)
+}
+
+/// The default `--max-state` where the machine's memory cannot be read.
+const FALLBACK_MAX_STATE: usize = 4 << 30;
+
+/// Parses `--max-state` (default: half the machine's memory) and
+/// `--on-state-limit`.
+fn state_bound(args: &RunArgs) -> Result<(usize, OnLimit), Failure> {
+    let bytes = match &args.max_state {
+        None => half_of_memory().unwrap_or(FALLBACK_MAX_STATE),
+        Some(s) => match parse_size(s) {
+            Some(0) => return Err(Failure::bad_input("--max-state must be more than 0 bytes")),
+            Some(n) => n,
+            None => {
+                return Err(Failure::bad_input(format!(
+                    "invalid --max-state `{s}`: expected a size like 512MiB or 4GiB"
+                )));
+            }
+        },
+    };
+    let policy = OnLimit::parse(&args.on_state_limit).ok_or_else(|| {
+        Failure::bad_input(format!("unknown --on-state-limit `{}`: expected fail or drop-oldest", args.on_state_limit))
+    })?;
+    Ok((bytes, policy))
 }
 
 /// Parses `--parallel`.
@@ -315,7 +353,7 @@ fn parse_delay(s: &str, unit: cep_core::TimeUnit) -> Result<i64, Failure> {
     to_ticks(num, du, unit).map_err(|e| Failure::bad_input(format!("invalid --max-delay `{s}`: {e}")))
 }
 
-fn print_summary(rows: u64, skipped: u64, s: &Summary, queries: &[cep_runtime::QueryInfo], levels: bool) {
+fn print_summary(rows: u64, skipped: u64, s: &Summary, dropped: u64, queries: &[cep_runtime::QueryInfo], levels: bool) {
     let total: u64 = s.matches.iter().sum();
     let per: Vec<String> = queries.iter().zip(&s.matches).map(|(q, n)| format!("{} {n}", q.name)).collect();
     let per = if per.is_empty() { String::new() } else { format!(" ({})", per.join(", ")) };
@@ -324,8 +362,13 @@ fn print_summary(rows: u64, skipped: u64, s: &Summary, queries: &[cep_runtime::Q
         (true, 1) => ", 1 level alert fired".to_owned(),
         (true, n) => format!(", {n} level alerts fired"),
     };
+    let dropped = match dropped {
+        0 => String::new(),
+        1 => ", 1 partial match dropped".to_owned(),
+        n => format!(", {n} partial matches dropped"),
+    };
     eprintln!(
-        "summary: {rows} rows read, {skipped} skipped, {} late, {total} {}{per}{fires}",
+        "summary: {rows} rows read, {skipped} skipped, {} late, {total} {}{per}{fires}{dropped}",
         s.late,
         if total == 1 { "match" } else { "matches" },
     );

@@ -74,6 +74,16 @@ pub trait MatchEngine<E: StreamEvent> {
     /// counted in [`Stats::dropped`].
     fn set_max_partials_per_key(&mut self, cap: usize);
 
+    /// Bounds the engine's state by a job's shared budget of bytes
+    /// (`--max-state`, see [`cep_core::budget`]): past it, the engine drops
+    /// its oldest partial matches (counted in [`Stats::dropped`]) or halts
+    /// and trips the budget, as the budget's policy says.
+    fn set_state_budget(&mut self, budget: std::sync::Arc<cep_core::budget::StateBudget>);
+
+    /// Whether the engine stopped at the state bound (it ignores events
+    /// from then on).
+    fn halted(&self) -> bool;
+
     /// The matching state, for a checkpoint (between events, after the
     /// matches emitted so far were taken).
     fn snapshot(&self) -> Self::Snapshot;

@@ -231,6 +231,17 @@ impl<E: StreamEvent> QueryEngine<E> {
         each!(self, x => MatchEngine::set_max_partials_per_key(x, cap))
     }
 
+    /// Bounds the engine's state by a job's shared budget (see
+    /// [`MatchEngine::set_state_budget`]).
+    pub fn set_state_budget(&mut self, budget: std::sync::Arc<cep_core::budget::StateBudget>) {
+        each!(self, x => MatchEngine::set_state_budget(x, budget))
+    }
+
+    /// Whether the engine stopped at the state bound.
+    pub fn halted(&self) -> bool {
+        each!(self, x => MatchEngine::halted(x))
+    }
+
     /// The engine's state, for a checkpoint (see [`Engine::snapshot`] and
     /// [`StackEngine::snapshot`]).
     pub fn snapshot(&self) -> QuerySnapshot {

@@ -3,6 +3,9 @@
 //! runner, or a front and its shards — restored from a checkpoint's state
 //! when the job resumes. The only place a pipeline is put together.
 
+use std::sync::Arc;
+
+use cep_core::budget::StateBudget;
 use cep_core::{Event, FieldId, Schema};
 use cep_index::{Alert, LevelIndex};
 use cep_nfa::compile::{Options, compile};
@@ -48,12 +51,20 @@ pub(crate) fn programs(
     Ok((programs, fields))
 }
 
-/// A runner of `programs` with the spec's engines and state bound.
-pub(crate) fn runner(spec: &JobSpec, programs: Vec<Program<Event>>) -> Result<Runner, JobError> {
+/// A runner of `programs` with the spec's engines and state bounds (the
+/// job's shared `budget` of bytes, if any).
+pub(crate) fn runner(
+    spec: &JobSpec,
+    programs: Vec<Program<Event>>,
+    budget: Option<&Arc<StateBudget>>,
+) -> Result<Runner, JobError> {
     let mut runner = Runner::with_engines(programs, spec.engine, spec.construction)
         .map_err(|e| JobError::new(JobErrorKind::Engine(format!("error: {e}"))))?;
     if let Some(cap) = spec.max_partials_per_key {
         runner.set_max_partials_per_key(cap);
+    }
+    if let Some(budget) = budget {
+        runner.set_state_budget(budget.clone());
     }
     Ok(runner)
 }
@@ -113,6 +124,7 @@ pub(crate) fn driver(
     sharing: Sharing,
     field_names: Vec<String>,
     restore: Option<Restore<'_>>,
+    budget: Option<&Arc<StateBudget>>,
 ) -> Result<Driver, JobError> {
     let late_file = |e: std::io::Error| JobError::new(JobErrorKind::LateFile(e));
     let (state, dir) = match restore {
@@ -150,7 +162,7 @@ pub(crate) fn driver(
     };
     let mut runners = vec![first];
     for _ in 1..shards {
-        runners.push(runner(spec, programs(spec, &mut schema.clone(), None)?.0)?);
+        runners.push(runner(spec, programs(spec, &mut schema.clone(), None)?.0, budget)?);
     }
     if !spec.alerts.is_empty() {
         for (i, shard) in runners.iter_mut().enumerate() {
@@ -160,6 +172,9 @@ pub(crate) fn driver(
     }
     let mut front = Runner::new(Vec::new());
     front.set_max_delay(spec.max_delay);
+    if let Some(budget) = budget {
+        front.set_state_budget(budget.clone());
+    }
     front.set_field_names(field_names);
     let late: LatePolicy = spec.late.clone();
     let mut released = None;

@@ -8,6 +8,7 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
 
+use cep_core::budget::StateBudget;
 use cep_core::{Event, TimeUnit};
 use cep_io::{EventSource, InputPosition, ReadAhead};
 
@@ -82,6 +83,8 @@ pub(crate) struct Loop<'a, 'p, W: JobOutput> {
     pub checkpoints: &'a mut Checkpoints,
     pub progress: Option<&'a mut (dyn Progress + 'p)>,
     pub stop: &'a Arc<AtomicBool>,
+    /// The state bound: a part that passed it under `fail` trips it.
+    pub budget: Option<&'a Arc<StateBudget>>,
     /// Rows consumed so far (good and bad), for a checkpoint at a stop.
     pub consumed: u64,
 }
@@ -101,6 +104,7 @@ impl<W: JobOutput> Loop<'_, '_, W> {
             if self.stopping() {
                 return self.stopped(None);
             }
+            self.check_bound()?;
             self.push_event(e, &file, *line)?;
         }
         if let Some((_, err)) = error {
@@ -112,8 +116,22 @@ impl<W: JobOutput> Loop<'_, '_, W> {
         if let Some(p) = self.progress.as_deref_mut() {
             p.done();
         }
+        self.check_bound()?;
         self.driver.finish(self.sink).map_err(write_failed)?;
+        self.check_bound()?;
         Ok(Ended::Input)
+    }
+
+    /// An error when a part of the job stopped at the state bound (the
+    /// matches written so far stay).
+    /// The first partial matches dropped to stay within it are warned
+    /// of, once.
+    #[inline]
+    fn check_bound(&self) -> Result<(), JobError> {
+        match self.budget {
+            Some(b) if b.has_news() => bound_news(b),
+            _ => Ok(()),
+        }
     }
 
     fn stopping(&self) -> bool {
@@ -180,6 +198,7 @@ impl<W: JobOutput> Loop<'_, '_, W> {
         let mut batch: Vec<Event> = (0..capacity).map(|_| Event::default()).collect();
         let mut held = 0;
         loop {
+            self.check_bound()?;
             if self.stopping() {
                 self.hand_over(&batch[..held], file, input.last_line())?;
                 if held > 0 {
@@ -284,6 +303,35 @@ impl<W: JobOutput> Loop<'_, '_, W> {
         }
         Ok(())
     }
+}
+
+/// What the state bound has to say: the job stopped at it (an error), or
+/// the first partial matches were dropped to stay within it (a warning).
+#[cold]
+fn bound_news(b: &StateBudget) -> Result<(), JobError> {
+    if b.tripped() {
+        return Err(bound_error(b));
+    }
+    b.clear_news();
+    eprintln!(
+        "warning: the state reached --max-state {}: dropping the oldest partial matches of the largest keys \
+         (--on-state-limit drop-oldest); matches that needed them are lost, and the summary counts them",
+        cep_core::budget::show_size(b.limit())
+    );
+    Ok(())
+}
+
+/// The job stopped at the state bound: what held the most.
+#[cold]
+pub(crate) fn bound_error(b: &StateBudget) -> JobError {
+    let hit = b.hit().unwrap_or_else(|| cep_core::budget::LimitHit {
+        holder: "the job".into(),
+        key: None,
+        key_bytes: 0,
+        key_partials: 0,
+        bytes: b.used(),
+    });
+    JobErrorKind::StateLimit { hit, limit: b.limit() }.into()
 }
 
 /// The failure of writing the output.

@@ -58,6 +58,15 @@ pub enum JobErrorKind {
     },
     /// Writing the output failed.
     Write(io::Error),
+    /// The state would pass the bound (`JobSpec::max_state`) and the
+    /// policy is to fail, or what passed it cannot be dropped: what held
+    /// the most, and the bound.
+    StateLimit {
+        /// The part that held the most, and its largest key.
+        hit: cep_core::budget::LimitHit,
+        /// The bound in bytes.
+        limit: usize,
+    },
     /// The late-event file cannot be opened.
     LateFile(io::Error),
     /// The shard threads cannot be started.
@@ -122,9 +131,14 @@ impl JobError {
     pub fn is_bad_input(&self) -> bool {
         use JobErrorKind::*;
         match &self.kind {
-            Spec(_) | Compile { .. } | Engine(_) | Alerts { .. } | Late { .. } | Mismatch { .. } | Restore { .. } => {
-                true
-            }
+            Spec(_)
+            | Compile { .. }
+            | Engine(_)
+            | Alerts { .. }
+            | Late { .. }
+            | Mismatch { .. }
+            | Restore { .. }
+            | StateLimit { .. } => true,
             // The binary has always said a reader's errors are the input's.
             Read(_) => true,
             Input(e) => e.is_bad_input(),
@@ -153,6 +167,31 @@ impl fmt::Display for JobError {
             Read(e) => write!(f, "{e}"),
             Late { file, line, row, message } => write!(f, "{file}:{line}: row {row}: {message}"),
             Write(e) => write!(f, "writing output: {e}"),
+            StateLimit { hit, limit } => {
+                use cep_core::budget::show_size;
+                write!(
+                    f,
+                    "error: the state would pass --max-state {}: {} holds {}",
+                    show_size(*limit),
+                    hit.holder,
+                    show_size(hit.bytes)
+                )?;
+                if let Some(key) = &hit.key {
+                    write!(
+                        f,
+                        ", the most for key {key} ({} partial matches, {})",
+                        hit.key_partials,
+                        show_size(hit.key_bytes)
+                    )?;
+                } else if hit.key_partials > 0 {
+                    write!(f, " ({} entries)", hit.key_partials)?;
+                }
+                if hit.key.is_none() && hit.holder.contains("--max-delay") {
+                    write!(f, "; raise --max-state or lower --max-delay")
+                } else {
+                    write!(f, "; raise --max-state, bound the query with WITHIN, or use --on-state-limit drop-oldest")
+                }
+            }
             LateFile(e) => write!(f, "cannot open the late-event file: {e}"),
             Threads { count, error } => write!(f, "cannot start {count} threads: {error}"),
             Reopen { file, error } => write!(f, "cannot read {file}: {error}"),

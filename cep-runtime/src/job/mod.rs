@@ -84,6 +84,7 @@ use std::io::BufWriter;
 use std::sync::Arc;
 use std::sync::atomic::AtomicBool;
 
+use cep_core::budget::{OnLimit, StateBudget};
 use cep_core::{Event, Schema, Timestamp};
 use cep_io::{EventSource, FileInput, InputPosition, LineSink, ReadAhead};
 use cep_time::LatePolicy;
@@ -203,6 +204,11 @@ pub enum RunEnd {
     Stopped,
 }
 
+/// The most state the runner that timed the queries may hold to be kept to
+/// the end of the run (see `Costs::measure`); above it, it is dropped and
+/// the job takes shards.
+const TIMING_KEEPS: usize = 16 << 20;
+
 /// A pipeline, built from a [`JobSpec`] (see the [module](self) docs).
 #[derive(Debug)]
 pub struct Job {
@@ -217,6 +223,8 @@ pub struct Job {
     /// `Costs::measure`).
     _timing: Option<Runner>,
     stop: Arc<AtomicBool>,
+    /// The state bound shared by every part (`JobSpec::max_state`).
+    budget: Option<Arc<StateBudget>>,
     skipped: u64,
     rows: u64,
 }
@@ -261,7 +269,8 @@ impl Job {
         let pushed = matches!(input.source, Source::Pushed(_));
 
         let (programs, mut read_fields) = assemble::programs(&spec, input.schema_mut(), Some(report))?;
-        let first = assemble::runner(&spec, programs)?;
+        let budget = spec.max_state.map(|bytes| Arc::new(StateBudget::new(bytes, spec.on_state_limit)));
+        let first = assemble::runner(&spec, programs, budget.as_ref())?;
         if shard_count > 1 && first.queries().len() > MASK_QUERIES {
             // The sharded runtime routes each event with a mask of its queries.
             if spec.threads.is_some() && !pushed {
@@ -292,8 +301,18 @@ impl Job {
                 Split::Auto if spec.checkpoint.is_some() => (false, "--checkpoint".to_owned()),
                 Split::Auto => {
                     let progs = assemble::programs(&spec, &mut file.schema().clone(), None)?.0;
-                    let scratch = timing.insert(assemble::runner(&spec, progs)?);
-                    match Costs::measure(file, ahead, scratch) {
+                    // Bounded on its own (a quarter of the job's bound): it
+                    // runs the read-ahead twice and is kept to the end.
+                    let own = spec.max_state.map(|b| Arc::new(StateBudget::new(b / 4, OnLimit::Fail)));
+                    let scratch = timing.insert(assemble::runner(&spec, progs, own.as_ref())?);
+                    let costs = Costs::measure(file, ahead, scratch);
+                    let held: usize = scratch.engine_stats().iter().map(|s| s.state_bytes).sum();
+                    if own.is_some_and(|b| b.tripped()) || held > TIMING_KEEPS {
+                        // Its state is not worth keeping to the end.
+                        timing = None;
+                    }
+                    match costs {
+                        _ if timing.is_none() => (false, "the queries' state is too large to time them".to_owned()),
                         Some(c) => (c.pipeline_is_faster(shard_count), c.to_string()),
                         None => (false, "too few rows read ahead to time".to_owned()),
                     }
@@ -374,7 +393,8 @@ impl Job {
             (Some(c), Some(dir)) => Some(assemble::Restore { state: c.state, dir }),
             _ => None,
         };
-        let driver = assemble::driver(&spec, input.schema_mut(), first, sharing, field_names, restore)?;
+        let driver =
+            assemble::driver(&spec, input.schema_mut(), first, sharing, field_names, restore, budget.as_ref())?;
 
         let checkpoints = match &spec.checkpoint {
             Some(c) => Checkpoints {
@@ -399,6 +419,7 @@ impl Job {
             split_note,
             _timing: timing,
             stop: Arc::new(AtomicBool::new(false)),
+            budget,
             skipped,
             rows: 0,
         })
@@ -473,6 +494,7 @@ impl Job {
             checkpoints: &mut self.checkpoints,
             progress,
             stop: &self.stop,
+            budget: self.budget.as_ref(),
             consumed: self.resumed.map_or(0, |r| r.position),
         };
         let result = looped.run(source, read_ahead);
@@ -530,6 +552,15 @@ impl Job {
     /// Statistics: the runner's, or the front's then each shard's.
     pub fn stats(&self) -> Vec<(String, RunnerStats)> {
         self.driver.stats()
+    }
+
+    /// Partial matches dropped, by every query on every thread: to keep a
+    /// key within `max_partials_per_key`, or the state within `max_state`
+    /// under [`OnLimit::DropOldest`](cep_core::budget::OnLimit::DropOldest).
+    pub fn dropped(&self) -> u64 {
+        let stats = self.driver.stats();
+        // With shards, the first line is the front's (it runs no query).
+        stats.iter().skip(usize::from(stats.len() > 1)).map(|(_, s)| s.dropped).sum()
     }
 
     /// Input rows read (good and bad) by the last [`run`](Self::run), up

@@ -7,6 +7,7 @@
 use std::path::PathBuf;
 use std::time::Duration;
 
+use cep_core::budget::OnLimit;
 use cep_core::{TimeUnit, Value};
 use cep_index::{Alert, Trigger};
 use cep_nfa::select::EngineChoice;
@@ -109,6 +110,12 @@ pub struct JobSpec {
     pub construction: Construction,
     /// At most this many partial matches per key and query.
     pub max_partials_per_key: Option<usize>,
+    /// At most this many bytes of state (partial matches, buffer nodes,
+    /// per-key history, events held for reordering) in all (`None`: no
+    /// bound; `cep run` bounds it by default to half the machine's memory).
+    pub max_state: Option<usize>,
+    /// What happens when the state would pass [`max_state`](Self::max_state).
+    pub on_state_limit: OnLimit,
     /// The unit of `ts`, for the durations in queries.
     pub time_unit: TimeUnit,
     /// Skip bad input rows (with a warning and a count) instead of failing.
@@ -134,6 +141,8 @@ impl Default for JobSpec {
             engine: EngineChoice::Auto,
             construction: Construction::Direct,
             max_partials_per_key: None,
+            max_state: None,
+            on_state_limit: OnLimit::Fail,
             time_unit: TimeUnit::Millis,
             skip_bad_rows: false,
             idle_timeout: None,

@@ -9,6 +9,9 @@ mod levels;
 mod snapshot;
 
 use std::io::{self, Write};
+use std::sync::Arc;
+
+use cep_core::budget::{LimitHit, Meter, StateBudget};
 
 use cep_core::{Event, FieldId, Match, Timestamp};
 use cep_nfa::engine::Stats;
@@ -87,6 +90,10 @@ pub struct Runner {
     choice: EngineChoice,
     construction: Construction,
     max_partials: Option<usize>,
+    /// The job's state bound, shared with every engine (queries added
+    /// later too) and the reorder buffer's meter.
+    budget: Option<Arc<StateBudget>>,
+    reorder_meter: Meter,
     /// Scratch for [`Runner::emit_stepped`]: the matches several engines
     /// made final at once, before they are put in order.
     fired: Vec<Match>,
@@ -200,6 +207,8 @@ impl Runner {
             choice,
             construction,
             max_partials: None,
+            budget: None,
+            reorder_meter: Meter::default(),
             fired: Vec::new(),
         })
     }
@@ -269,6 +278,43 @@ impl Runner {
         }
     }
 
+    /// Bounds the state of every query (and of events held for
+    /// reordering) by `budget`, a job's shared budget of bytes
+    /// (`--max-state`, see [`cep_core::budget`]). When the budget's policy
+    /// is to fail, a part past it trips the budget and
+    /// [`state_limit_hit`](Self::state_limit_hit) says what held the most;
+    /// a caller stops feeding then.
+    pub fn set_state_budget(&mut self, budget: Arc<StateBudget>) {
+        for e in &mut self.engines {
+            e.set_state_budget(budget.clone());
+        }
+        self.reorder_meter = Meter::new(Some(budget.clone()));
+        self.budget = Some(budget);
+    }
+
+    /// What held the most when a part of the job passed the state bound
+    /// under the `fail` policy (see [`set_state_budget`](Self::set_state_budget)).
+    pub fn state_limit_hit(&self) -> Option<LimitHit> {
+        self.budget.as_ref().filter(|b| b.tripped()).and_then(|b| b.hit())
+    }
+
+    /// The events held for reordering weigh the job's state past its
+    /// bound: whatever the policy, the run stops (they are events to
+    /// process, not partial matches to drop), naming the delay.
+    #[cold]
+    fn reorder_at_bound(&mut self, bytes: usize) {
+        if let Some(budget) = &self.budget {
+            let held = self.reorder.as_ref().map_or(0, ReorderBuffer::len);
+            budget.trip(LimitHit {
+                holder: "the events held for reordering (--max-delay)".into(),
+                key: None,
+                key_bytes: bytes,
+                key_partials: held,
+                bytes,
+            });
+        }
+    }
+
     /// Adds a query while events flow. It starts at the current watermark:
     /// it sees the events released from now on (with a delay, events still
     /// held for reordering included) and never an earlier one. Its matches
@@ -302,6 +348,9 @@ impl Runner {
             .map_err(|e| RunnerError::engine(e.to_string()))?;
         if let Some(cap) = self.max_partials {
             engine.set_max_partials_per_key(cap);
+        }
+        if let Some(budget) = &self.budget {
+            engine.set_state_budget(budget.clone());
         }
         let wm = self.watermark();
         if wm > Timestamp::MIN {
@@ -508,9 +557,13 @@ impl Runner {
             self.spare.push(late.event);
             return self.on_late(e, late.watermark);
         }
+        let held_bytes = reorder.len() * (std::mem::size_of::<Event>() + e.fields.len() * size_of::<cep_core::Value>());
         let mut ready = std::mem::take(&mut self.ready);
         reorder.release(&mut |_, ev| ready.push(ev));
         let wm = reorder.watermark();
+        if self.reorder_meter.is_bounded() && self.reorder_meter.update(held_bytes) {
+            self.reorder_at_bound(held_bytes);
+        }
         let result = self.feed_all(&mut ready, sink).and_then(|()| self.advance_engines(wm, sink));
         self.ready = ready;
         result

@@ -123,7 +123,8 @@ impl<E: StreamEvent> Engine<E> {
                 let hit = |s: u64| lo <= s && s <= hi;
                 part.runs.retain(&mut self.buffer, |r| hit(r.start_pos));
                 part.pending.retain(&mut self.buffer, |r| hit(r.start_pos));
-                self.hot[pid as usize].live = (part.runs.len() + part.pending.len()) as u32;
+                let live = part.runs.len() + part.pending.len();
+                self.set_live(pid, live);
                 for later in done[i + 1..].iter_mut() {
                     if later.part == pid && hit(later.start_pos) {
                         later.discarded = true;

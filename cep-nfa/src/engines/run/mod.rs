@@ -37,6 +37,7 @@
 //! frame), `negation` (deferred negations' log), `kind_cache` (type
 //! tests once per kind) and `snapshot` (checkpoints).
 
+mod bound;
 mod emit;
 mod history;
 mod kind_cache;
@@ -55,6 +56,7 @@ pub use snapshot::EngineSnapshot;
 pub(crate) use partitions::partition_key;
 pub(crate) use step::apply_updates;
 
+use cep_core::budget::Meter;
 use cep_core::keys::KeyIndex;
 use cep_core::{Match, Timestamp, Value};
 use cep_time::wheel::TimerWheel;
@@ -145,6 +147,16 @@ pub struct Engine<E> {
     deferred_mask: u64,
     /// Most runs per partition (`usize::MAX`: no cap).
     max_runs: usize,
+    /// The job's state bound, this engine's share of it (see `bound`).
+    meter: Meter,
+    /// Live runs and pending matches of all partitions (the sum of their
+    /// `Hot::live`), for the state's weight in O(1).
+    live_total: usize,
+    /// Stopped at the state bound: events are ignored.
+    halted: bool,
+    /// Children of this event's runs not made: they would not fit in the
+    /// state bound.
+    refused: u64,
     /// How to fill the frame, by kind of slot.
     plan: FramePlan,
     /// The one `PREV` is `PREV(x)` of a field `x`: the history is that
@@ -218,6 +230,10 @@ impl<E: StreamEvent> Engine<E> {
             done_runs: Vec::new(),
             deferred_mask,
             max_runs: usize::MAX,
+            meter: Meter::default(),
+            live_total: 0,
+            halted: false,
+            refused: 0,
             plan: FramePlan::of(&prog),
             prev1: Prev1::of(&prog),
             starts: prog
@@ -423,6 +439,9 @@ impl<E: StreamEvent> Engine<E> {
         if ts < self.watermark {
             return Err(LateEvent { ts, watermark: self.watermark });
         }
+        if self.halted {
+            return Ok(());
+        }
         self.advance(ts);
         let row = e.row().unwrap_or(self.seq);
         self.seq += 1;
@@ -450,7 +469,7 @@ impl<E: StreamEvent> Engine<E> {
                 self.queue_done(pid as u32, &r);
             }
             self.parts[pid].log = NegLog::default();
-            self.hot[pid].live = 0;
+            self.set_live(pid as u32, 0);
         }
         let mut fired = std::mem::take(&mut self.fired);
         self.timers.drain(&mut fired);
@@ -514,6 +533,14 @@ impl<E: StreamEvent> MatchEngine<E> for Engine<E> {
 
     fn set_max_partials_per_key(&mut self, cap: usize) {
         self.set_max_partials_per_key(cap);
+    }
+
+    fn set_state_budget(&mut self, budget: std::sync::Arc<cep_core::budget::StateBudget>) {
+        self.set_state_budget(budget);
+    }
+
+    fn halted(&self) -> bool {
+        self.halted()
     }
 
     fn snapshot(&self) -> EngineSnapshot {

@@ -141,6 +141,15 @@ impl<E: StreamEvent> Engine<E> {
         self.stats = snap.stats.stats();
         self.kind_cache = [NO_ANSWER; KIND_WAYS];
         self.out.clear();
+        // Live counts from the runs themselves, not from the saved records.
+        self.live_total = 0;
+        for (h, p) in self.hot.iter_mut().zip(&self.parts) {
+            h.live = (p.runs.len() + p.pending.len()) as u32;
+            self.live_total += h.live as usize;
+        }
+        self.halted = false;
+        let bytes = self.state_bytes_now();
+        self.meter.update(bytes);
         Ok(())
     }
 

@@ -107,7 +107,8 @@ impl<E: StreamEvent> Engine<E> {
     #[allow(clippy::too_many_arguments)]
     #[inline(never)]
     pub(super) fn offer(&mut self, pid: u32, e: &E, ts: Timestamp, pos: u64, row: u64, any: bool, trail_acc: bool) {
-        let Engine { prog, parts, buffer, frame, acc, neg_acc, child_regs, extra, done_runs, .. } = self;
+        let room = self.spawn_room();
+        let Engine { prog, parts, buffer, frame, acc, neg_acc, child_regs, extra, done_runs, refused, .. } = self;
         let (frame, acc, neg_acc) = (&frame[..], *acc, *neg_acc);
         let part = &mut parts[pid as usize];
 
@@ -158,6 +159,11 @@ impl<E: StreamEvent> Engine<E> {
                     }
                     relevant = true;
                     if (run.block_at as usize) < j {
+                        continue;
+                    }
+                    if extra.len() >= room {
+                        // Past the state bound: `keep_bound` applies the policy.
+                        *refused += 1;
                         continue;
                     }
                     child_regs.copy_from_slice(regs);
@@ -248,6 +254,10 @@ impl<E: StreamEvent> Engine<E> {
             self.done_runs = finished;
         }
         self.reschedule(pid);
+        if self.meter.is_bounded() {
+            let refused = std::mem::take(&mut self.refused);
+            self.keep_bound(refused);
+        }
     }
 }
 

@@ -80,8 +80,9 @@ impl<E: StreamEvent> Engine<E> {
     /// after its partial matches changed.
     pub(super) fn reschedule(&mut self, pid: u32) {
         let part = &self.parts[pid as usize];
-        let hot = &mut self.hot[pid as usize];
-        hot.live = (part.runs.len() + part.pending.len()) as u32;
+        let live = part.runs.len() + part.pending.len();
+        self.set_live(pid, live);
+        let part = &self.parts[pid as usize];
         let d = part.runs.runs.iter().chain(&part.pending.runs).map(|r| r.expires).min().unwrap_or(Timestamp::MAX);
         let armed = &mut self.armed[pid as usize];
         if d < armed_at(*armed) {

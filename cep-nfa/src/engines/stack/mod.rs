@@ -33,6 +33,7 @@
 //! (checkpoints).
 
 mod batch;
+mod bound;
 mod cluster;
 mod count;
 mod direct;
@@ -138,6 +139,12 @@ pub struct StackEngine<E> {
     linked: bool,
     /// Most entries per stack and key (`u64::MAX`: no cap).
     max_entries: u64,
+    /// The job's state bound, this engine's share of it (see `bound`).
+    meter: cep_core::budget::Meter,
+    /// Bytes pushed since the state was last weighed.
+    grown: usize,
+    /// Stopped at the state bound: events are ignored.
+    halted: bool,
 }
 
 impl<E> std::fmt::Debug for StackEngine<E> {
@@ -187,6 +194,9 @@ impl<E: StreamEvent> StackEngine<E> {
         Ok(StackEngine {
             linked,
             max_entries: u64::MAX,
+            meter: cep_core::budget::Meter::default(),
+            grown: 0,
+            halted: false,
             width: prog.frame.len(),
             frame: vec![Value::Null; prog.frame.len()],
             null_regs: vec![Value::Null; prog.regs],
@@ -491,6 +501,14 @@ impl<E: StreamEvent> MatchEngine<E> for StackEngine<E> {
 
     fn set_max_partials_per_key(&mut self, cap: usize) {
         self.set_max_partials_per_key(cap);
+    }
+
+    fn set_state_budget(&mut self, budget: std::sync::Arc<cep_core::budget::StateBudget>) {
+        self.set_state_budget(budget);
+    }
+
+    fn halted(&self) -> bool {
+        self.halted()
     }
 
     fn snapshot(&self) -> StackSnapshot {

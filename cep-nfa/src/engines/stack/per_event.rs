@@ -20,6 +20,9 @@ impl<E: StreamEvent> StackEngine<E> {
         if ts < self.watermark {
             return Err(LateEvent { ts, watermark: self.watermark });
         }
+        if self.halted {
+            return Ok(());
+        }
         self.advance_out(ts, out);
         if self.idle.due(self.parts.len()) {
             self.drop_idle_partitions();
@@ -49,6 +52,7 @@ impl<E: StreamEvent> StackEngine<E> {
         if self.max_entries < u64::MAX {
             self.stats.dropped += cap_entries(part, pos, self.max_entries, self.width);
         }
+        let mut pushed = 0;
         for (slot, f) in self.frame.iter_mut().zip(&prog.frame) {
             *slot = match f {
                 FrameSlot::At(i) => e.field(*i),
@@ -76,6 +80,7 @@ impl<E: StreamEvent> StackEngine<E> {
                 below.end() - 1
             };
             let abs = part.stacks[k].push(Entry { ts, pos, row, link }, &self.frame);
+            pushed += 1;
             if k == n - 1 {
                 match self.construction {
                     Construction::Direct if !self.linked && !out.is_counts() => {
@@ -98,6 +103,9 @@ impl<E: StreamEvent> StackEngine<E> {
                     }
                 }
             }
+        }
+        if self.meter.is_bounded() && pushed > 0 {
+            self.grew(pushed);
         }
         if self.construction == Construction::Batch && self.batch_due(ts) {
             self.build_batches(out);
