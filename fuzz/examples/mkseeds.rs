@@ -67,10 +67,15 @@ fn main() {
         }
         n += 1;
     }
-    // LANGUAGE.md examples.
-    let lang = fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/../../shared/LANGUAGE.md")).unwrap();
+    // The examples of docs/language.md.
+    let lang = fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/../docs/language.md")).unwrap();
     for (i, block) in lang.split("```").enumerate().filter(|(i, _)| i % 2 == 1) {
-        let b = block.trim();
+        // A fence may name a language on its first line (```text).
+        let b = match block.split_once('\n') {
+            Some((info, rest)) if info.chars().all(|c| c.is_ascii_alphanumeric()) => rest,
+            _ => block,
+        }
+        .trim();
         if b.starts_with("QUERY") || b.starts_with("PATTERN") {
             put("query", &format!("lang{i}"), b.as_bytes());
         }

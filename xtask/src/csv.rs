@@ -9,6 +9,11 @@ use cep_bench::suite::thousands;
 use cep_bench::w2::{self, Kind};
 use cep_bench::{levels, w1, w3, w4};
 
+/// What `cargo xtask csv` and `--csv` say first: writing the files needs
+/// no `cep` binary, and none is built.
+const BUILD_NOTE: &str = "note: writing files only; no `cep` binary is built \
+     (`cargo build --release --bin cep` builds it, sharing the workspace's crates with this program)";
+
 /// Creates `path` and fills it through a buffered writer.
 fn write_file(path: &Path, fill: impl FnOnce(&mut BufWriter<File>) -> io::Result<()>) -> Result<(), String> {
     let mut out = BufWriter::new(File::create(path).map_err(|e| format!("{}: {e}", path.display()))?);
@@ -21,6 +26,7 @@ fn create_dir(dir: &Path) -> Result<(), String> {
 
 /// `cargo xtask csv DIR --ticks N`: the W1 ticks and the rise_spike query.
 pub fn w1(dir: &Path, ticks: usize) -> Result<(), String> {
+    eprintln!("{BUILD_NOTE}");
     create_dir(dir)?;
     let path = dir.join("w1.csv");
     write_file(&path, |out| w1::write_csv(out, ticks))?;
@@ -33,6 +39,7 @@ pub fn w1(dir: &Path, ticks: usize) -> Result<(), String> {
 /// `cargo xtask bench --csv DIR`: every workload's stream at DESIGN.md's
 /// size, and its queries.
 pub fn all(dir: &Path) -> Result<(), String> {
+    eprintln!("{BUILD_NOTE}");
     create_dir(dir)?;
     let mut files: Vec<(String, String)> = Vec::new();
     let mut data = |name: &str, what: String, fill: &dyn Fn(&mut BufWriter<File>) -> io::Result<()>| {

@@ -145,11 +145,19 @@ pub fn main(args: &Args) -> Result<ExitCode, String> {
     Ok(ExitCode::FAILURE)
 }
 
-/// Builds the `cep` binary in release mode, beside this one (W5-cli runs it).
+/// Builds the `cep` binary in release mode, beside this one (W5-cli runs it),
+/// saying so first: with cargo's output quiet, a build that takes minutes
+/// would otherwise look like a hang. `--workspace --bin cep` resolves
+/// features as `cargo build --release --bin cep` and this program's own
+/// build do (`-p cep-cli` would not), so cargo reuses what they built.
 fn build_cep() -> Result<(), String> {
+    eprintln!(
+        "building the release `cep` binary for W5-cli \
+         (cargo build --release --workspace --bin cep; quick when it is up to date)"
+    );
     let cargo = std::env::var_os("CARGO").unwrap_or_else(|| "cargo".into());
     let status = std::process::Command::new(cargo)
-        .args(["build", "--release", "--quiet", "-p", "cep-cli", "--bin", "cep"])
+        .args(["build", "--release", "--quiet", "--workspace", "--bin", "cep"])
         .status()
         .map_err(|e| format!("cannot run cargo to build cep: {e}"))?;
     if !status.success() {
