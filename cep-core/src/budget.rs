@@ -143,6 +143,18 @@ impl StateBudget {
         self.hit.lock().unwrap_or_else(|e| e.into_inner()).clone()
     }
 
+    /// What the first part to stop held, or (if none said) the whole
+    /// job's published bytes.
+    pub fn hit_or_total(&self) -> LimitHit {
+        self.hit().unwrap_or_else(|| LimitHit {
+            holder: "the job".into(),
+            key: None,
+            key_bytes: 0,
+            key_partials: 0,
+            bytes: self.used(),
+        })
+    }
+
     /// Counts partial matches dropped to stay within the limit.
     pub fn count_dropped(&self, n: u64) {
         if n > 0 && self.dropped.fetch_add(n, Ordering::Relaxed) == 0 {

@@ -19,6 +19,42 @@ pub enum PushError {
     },
     /// Writing a match or a late event failed.
     Io(io::Error),
+    /// The job's state would pass its bound (`RuntimeBuilder::max_state`)
+    /// under the `fail` policy, or what passed it cannot be dropped: what
+    /// held the most, and the bound in bytes. The runtime takes no more
+    /// events.
+    StateLimit {
+        /// The part that held the most, and its largest key.
+        hit: cep_core::budget::LimitHit,
+        /// The bound in bytes.
+        limit: usize,
+    },
+}
+
+/// The message of a job stopped at its state bound, as `cep` prints it.
+pub(crate) fn write_state_limit(
+    f: &mut std::fmt::Formatter<'_>,
+    hit: &cep_core::budget::LimitHit,
+    limit: usize,
+) -> std::fmt::Result {
+    use cep_core::budget::show_size;
+    write!(
+        f,
+        "error: the state would pass --max-state {}: {} holds {}",
+        show_size(limit),
+        hit.holder,
+        show_size(hit.bytes)
+    )?;
+    if let Some(key) = &hit.key {
+        write!(f, ", the most for key {key} ({} partial matches, {})", hit.key_partials, show_size(hit.key_bytes))?;
+    } else if hit.key_partials > 0 {
+        write!(f, " ({} entries)", hit.key_partials)?;
+    }
+    if hit.key.is_none() && hit.holder.contains("--max-delay") {
+        write!(f, "; raise --max-state or lower --max-delay")
+    } else {
+        write!(f, "; raise --max-state, bound the query with WITHIN, or use --on-state-limit drop-oldest")
+    }
 }
 
 impl std::fmt::Display for PushError {
@@ -28,6 +64,7 @@ impl std::fmt::Display for PushError {
                 write!(f, "late event: ts {ts} is behind the watermark {watermark}")
             }
             PushError::Io(e) => write!(f, "{e}"),
+            PushError::StateLimit { hit, limit } => write_state_limit(f, hit, *limit),
         }
     }
 }

@@ -23,6 +23,8 @@ use crossbeam_channel::Sender;
 
 use crate::job::{Driver, Job, JobError, JobErrorKind, JobSpec, QueryText};
 use crate::shard::shard_of;
+use cep_core::budget::{OnLimit, StateBudget};
+
 use crate::{JsonLines, PushError, QueryInfo, Runner, RunnerError, Summary};
 
 /// Where a [`Runtime`] writes its output lines.
@@ -108,6 +110,7 @@ pub struct RuntimeBuilder {
     engine: EngineChoice,
     construction: Construction,
     max_partials: Option<usize>,
+    max_state: Option<(usize, OnLimit)>,
     time_unit: TimeUnit,
     ordered: bool,
     flush_after: Option<std::time::Duration>,
@@ -220,6 +223,38 @@ impl RuntimeBuilder {
         self
     }
 
+    /// Bounds the bytes of state of all queries on all threads (partial
+    /// matches, buffer nodes, per-key history, events held for
+    /// reordering; LANGUAGE.md §6, `--max-state`), and says what happens
+    /// at the bound. Default: unbounded.
+    ///
+    /// # Examples
+    /// ```
+    /// use cep_core::budget::OnLimit;
+    /// use cep_core::{Event, Sym, Value};
+    /// use cep_runtime::runtime::{Output, Runtime};
+    /// use cep_runtime::PushError;
+    ///
+    /// let mut rt = Runtime::builder()
+    ///     .query("QUERY grow PATTERN SEQ(A+ a[], B b) WHERE skip-till-any-match AND [k]")
+    ///     .max_state(1 << 20, OnLimit::Fail)
+    ///     .build(Output::Lines(Box::new(|_| {})))
+    ///     .unwrap();
+    /// let mut stopped = None;
+    /// for row in 0..100u64 {
+    ///     if let Err(e) = rt.push(&Event::new(Sym::new("A"), row as i64, row, vec![Value::Int(7)])) {
+    ///         stopped = Some(e);
+    ///         break;
+    ///     }
+    /// }
+    /// let Some(PushError::StateLimit { hit, .. }) = stopped else { panic!("the bound stops it") };
+    /// assert_eq!((hit.holder.as_str(), hit.key), ("grow", Some(Value::Int(7))));
+    /// ```
+    pub fn max_state(mut self, bytes: usize, policy: OnLimit) -> Self {
+        self.max_state = Some((bytes, policy));
+        self
+    }
+
     /// The unit of timestamps, for durations in queries (default ms).
     pub fn time_unit(mut self, unit: TimeUnit) -> Self {
         self.time_unit = unit;
@@ -248,6 +283,8 @@ impl RuntimeBuilder {
             engine: self.engine,
             construction: self.construction,
             max_partials_per_key: self.max_partials,
+            max_state: self.max_state.map(|(b, _)| b),
+            on_state_limit: self.max_state.map_or(OnLimit::Fail, |(_, p)| p),
             time_unit: self.time_unit,
             ..JobSpec::default()
         };
@@ -319,6 +356,7 @@ impl Runtime {
             engine: EngineChoice::Auto,
             construction: Construction::Direct,
             max_partials: None,
+            max_state: None,
             time_unit: TimeUnit::Millis,
             ordered: false,
             flush_after: None,
@@ -338,8 +376,14 @@ impl Runtime {
     }
 
     /// Processes one event (see [`Runner::push`]); output so far goes out.
+    /// Past the state bound ([`RuntimeBuilder::max_state`]) under the
+    /// `fail` policy: [`PushError::StateLimit`], and every later push too.
     pub fn push(&mut self, e: &Event) -> Result<(), PushError> {
-        self.job.driver.push(e, &mut self.sink)
+        self.job.driver.push(e, &mut self.sink)?;
+        match &self.job.budget {
+            Some(b) if b.tripped() => Err(state_limit(b)),
+            _ => Ok(()),
+        }
     }
 
     /// Processes events in order.
@@ -487,4 +531,10 @@ impl Runtime {
         self.sink.flush()?;
         Ok(self.job.summary())
     }
+}
+
+/// The error of a push past the state bound.
+#[cold]
+fn state_limit(b: &StateBudget) -> PushError {
+    PushError::StateLimit { hit: b.hit_or_total(), limit: b.limit() }
 }

@@ -173,6 +173,7 @@ impl<W: JobOutput> Loop<'_, '_, W> {
                 JobError::new(JobErrorKind::Late { file: file.to_owned(), line, row: e.row, message: err.to_string() })
             }
             PushError::Io(io) => write_failed(io),
+            PushError::StateLimit { hit, limit } => JobErrorKind::StateLimit { hit, limit }.into(),
         })?;
         if self.opts.streaming && self.driver.emitted() != before {
             self.sink.flush().map_err(write_failed)?;
@@ -324,14 +325,7 @@ fn bound_news(b: &StateBudget) -> Result<(), JobError> {
 /// The job stopped at the state bound: what held the most.
 #[cold]
 pub(crate) fn bound_error(b: &StateBudget) -> JobError {
-    let hit = b.hit().unwrap_or_else(|| cep_core::budget::LimitHit {
-        holder: "the job".into(),
-        key: None,
-        key_bytes: 0,
-        key_partials: 0,
-        bytes: b.used(),
-    });
-    JobErrorKind::StateLimit { hit, limit: b.limit() }.into()
+    JobErrorKind::StateLimit { hit: b.hit_or_total(), limit: b.limit() }.into()
 }
 
 /// The failure of writing the output.
@@ -343,6 +337,7 @@ pub(crate) fn write_failed(e: std::io::Error) -> JobError {
 pub(crate) fn push_failed(e: PushError) -> JobError {
     match e {
         PushError::Io(io) => write_failed(io),
+        PushError::StateLimit { hit, limit } => JobErrorKind::StateLimit { hit, limit }.into(),
         late @ PushError::Late { .. } => write_failed(std::io::Error::other(late.to_string())),
     }
 }

@@ -167,31 +167,7 @@ impl fmt::Display for JobError {
             Read(e) => write!(f, "{e}"),
             Late { file, line, row, message } => write!(f, "{file}:{line}: row {row}: {message}"),
             Write(e) => write!(f, "writing output: {e}"),
-            StateLimit { hit, limit } => {
-                use cep_core::budget::show_size;
-                write!(
-                    f,
-                    "error: the state would pass --max-state {}: {} holds {}",
-                    show_size(*limit),
-                    hit.holder,
-                    show_size(hit.bytes)
-                )?;
-                if let Some(key) = &hit.key {
-                    write!(
-                        f,
-                        ", the most for key {key} ({} partial matches, {})",
-                        hit.key_partials,
-                        show_size(hit.key_bytes)
-                    )?;
-                } else if hit.key_partials > 0 {
-                    write!(f, " ({} entries)", hit.key_partials)?;
-                }
-                if hit.key.is_none() && hit.holder.contains("--max-delay") {
-                    write!(f, "; raise --max-state or lower --max-delay")
-                } else {
-                    write!(f, "; raise --max-state, bound the query with WITHIN, or use --on-state-limit drop-oldest")
-                }
-            }
+            StateLimit { hit, limit } => crate::error::write_state_limit(f, hit, *limit),
             LateFile(e) => write!(f, "cannot open the late-event file: {e}"),
             Threads { count, error } => write!(f, "cannot start {count} threads: {error}"),
             Reopen { file, error } => write!(f, "cannot read {file}: {error}"),

@@ -224,7 +224,7 @@ pub struct Job {
     _timing: Option<Runner>,
     stop: Arc<AtomicBool>,
     /// The state bound shared by every part (`JobSpec::max_state`).
-    budget: Option<Arc<StateBudget>>,
+    pub(crate) budget: Option<Arc<StateBudget>>,
     skipped: u64,
     rows: u64,
 }
@@ -287,6 +287,16 @@ impl Job {
 
         // A file on more than one thread: shards or a pipeline.
         let (mut timing, mut split_note) = (None, None);
+        // No query keyed and no level alerts: every event would go to one
+        // shard, whose output for a block waits whole for the merge (a
+        // match-heavy query held gigabytes of lines there), while the
+        // other shards idle. One runner (with parsers beside it) does the
+        // same work.
+        let keyed = first.partition_fields().iter().any(Option::is_some) || !spec.alerts.is_empty();
+        if shard_count > 1 && !keyed && !first.queries().is_empty() {
+            shard_count = 1;
+            split_note = Some("a pipeline (no query has a partition key: shards would give every event to one)".into());
+        }
         let ahead = &input.read_ahead;
         if let Source::File(file) = &input.source
             && shard_count > 1
