@@ -214,6 +214,15 @@ pub fn run(args: RunArgs) -> Result<(), Failure> {
     })?;
     let watch = progress.as_mut().map(|p| p as &mut dyn cep_runtime::job::Progress);
     let result = job.run(input, out, watch);
+    if let Some(cap) = args.max_partials_per_key
+        && job.dropped() > 0
+        && on_state_limit == OnLimit::Fail
+    {
+        eprintln!(
+            "warning: --max-partials-per-key {cap} dropped the oldest partial matches of keys that had more; \
+             matches that needed them are lost (counted in the summary)"
+        );
+    }
     print_summary(job.rows_read(), job.skipped(), &job.summary(), job.dropped(), job.queries(), args.levels.is_some());
     if args.stats {
         print_stats(job.rows_read(), job.skipped(), &job.stats());

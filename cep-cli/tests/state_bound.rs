@@ -94,6 +94,7 @@ fn the_per_key_cap_counts_its_drops_in_the_summary() {
     );
     assert_eq!(o.code, Some(0), "{o:#?}");
     assert!(o.stderr.contains("2 matches (q1 2), 1 partial match dropped"), "{}", o.stderr);
+    assert_eq!(o.stderr.matches("warning: --max-partials-per-key 2 dropped").count(), 1, "{}", o.stderr);
 }
 
 #[test]
