@@ -47,6 +47,7 @@ fn round_trip(r: &mut Runner) -> cep_runtime::RunnerSnapshot {
         output_bytes: 0,
         input: None,
         skipped: 0,
+        identity: cep_runtime::checkpoint::InputIdentity::Unidentified,
         state: PipelineSnapshot::One(r.snapshot().unwrap()),
     };
     match checkpoint::decode(&checkpoint::encode(&c)).unwrap().state {
@@ -127,6 +128,7 @@ fn check_sharded(case: &Case, delay: i64, seed: u64, cut: usize, balanced: bool)
         output_bytes: 0,
         input: None,
         skipped: 0,
+        identity: cep_runtime::checkpoint::InputIdentity::Unidentified,
         state: PipelineSnapshot::Sharded(first.checkpoint(&mut out).unwrap()),
     };
     drop(first); // the crash: its threads stop
@@ -232,7 +234,15 @@ impl Drop for Scratch {
 
 fn numbered(position: u64) -> Checkpoint {
     let state = PipelineSnapshot::One(Runner::new(Vec::new()).snapshot().unwrap());
-    Checkpoint { fingerprint: 9, position, output_bytes: position * 10, input: None, skipped: 0, state }
+    Checkpoint {
+        fingerprint: 9,
+        position,
+        output_bytes: position * 10,
+        input: None,
+        skipped: 0,
+        state,
+        identity: cep_runtime::checkpoint::InputIdentity::Unidentified,
+    }
 }
 
 fn files(dir: &std::path::Path) -> Vec<String> {

@@ -94,6 +94,16 @@ pub enum JobErrorKind {
         /// This job's shards.
         shards: usize,
     },
+    /// The newest checkpoint was taken on another input: a file whose
+    /// first bytes, up to where the checkpoint stood, are not those it read.
+    OtherInput {
+        /// The checkpoint directory.
+        dir: PathBuf,
+        /// This job's input.
+        file: String,
+        /// What differs.
+        why: String,
+    },
     /// The checkpoint's state cannot be restored into this job.
     Restore {
         /// The directory.
@@ -122,9 +132,14 @@ impl JobError {
     pub fn is_bad_input(&self) -> bool {
         use JobErrorKind::*;
         match &self.kind {
-            Spec(_) | Compile { .. } | Engine(_) | Alerts { .. } | Late { .. } | Mismatch { .. } | Restore { .. } => {
-                true
-            }
+            Spec(_)
+            | Compile { .. }
+            | Engine(_)
+            | Alerts { .. }
+            | Late { .. }
+            | Mismatch { .. }
+            | OtherInput { .. }
+            | Restore { .. } => true,
             // The binary has always said a reader's errors are the input's.
             Read(_) => true,
             Input(e) => e.is_bad_input(),
@@ -166,6 +181,11 @@ impl fmt::Display for JobError {
             Mismatch { dir, taken_with: None, .. } => write!(
                 f,
                 "the checkpoint in {} was taken with other queries, alerts, options or input columns",
+                dir.display()
+            ),
+            OtherInput { dir, file, why } => write!(
+                f,
+                "the checkpoint in {} was taken on another input: {file}: {why}; run without --resume to start afresh",
                 dir.display()
             ),
             Restore { dir, message } => write!(f, "cannot resume from {}: {message}", dir.display()),

@@ -95,7 +95,7 @@ pub use spec::{CheckpointSpec, DEFAULT_CHECKPOINT_EVERY, JobSpec, MAX_THREADS, Q
 pub(crate) use assemble::Sharing;
 pub(crate) use driver::Driver;
 
-use self::checkpoints::Checkpoints;
+use self::checkpoints::{Checkpoints, Identify};
 use self::cost::Costs;
 use self::drive::{Ended, IdleClock, Loop, Options, write_failed};
 use crate::checkpoint;
@@ -329,6 +329,13 @@ impl Job {
             if c.resume {
                 let taken_with = |f: u64| (1..=MAX_THREADS).find(|&n| spec.fingerprint(n, &field_names) == f);
                 resumed = checkpoints::resume_from(&c.dir, (fingerprint, shard_count), taken_with, report)?;
+                if let Some(r) = &resumed {
+                    let file = match &input.source {
+                        Source::File(f) if !streaming => Some(&**f),
+                        _ => None,
+                    };
+                    checkpoints::check_input(&r.identity, file, &c.dir, report)?;
+                }
             } else {
                 // A fresh run: an earlier run's checkpoints must not be resumed.
                 checkpoint::clear(&c.dir).map_err(|error| {
@@ -376,6 +383,13 @@ impl Job {
         };
         let driver = assemble::driver(&spec, input.schema_mut(), first, sharing, field_names, restore)?;
 
+        // Past the rows read ahead (and where a resumed file was reopened).
+        let identify = match &input.source {
+            Source::File(f) if !streaming => {
+                Identify::File { path: f.path().into(), floor: f.reader().position().byte }
+            }
+            _ => Identify::Unidentified,
+        };
         let checkpoints = match &spec.checkpoint {
             Some(c) => Checkpoints {
                 dir: Some(c.dir.clone()),
@@ -383,6 +397,7 @@ impl Job {
                 next_at: position + c.every,
                 fingerprint,
                 skip_below: position,
+                identify,
             },
             None => Checkpoints::off(),
         };
