@@ -79,6 +79,7 @@ mod drive;
 mod driver;
 mod error;
 mod spec;
+mod tally;
 
 use std::io::BufWriter;
 use std::sync::Arc;
@@ -91,6 +92,7 @@ use cep_time::LatePolicy;
 pub use drive::Progress;
 pub use error::{JobError, JobErrorKind};
 pub use spec::{CheckpointSpec, DEFAULT_CHECKPOINT_EVERY, JobSpec, MAX_THREADS, QueryText, Split};
+pub use tally::OutputFailed;
 
 pub(crate) use assemble::Sharing;
 pub(crate) use driver::Driver;
@@ -98,6 +100,7 @@ pub(crate) use driver::Driver;
 use self::checkpoints::{Checkpoints, Identify};
 use self::cost::Costs;
 use self::drive::{Ended, IdleClock, Loop, Options, write_failed};
+use self::tally::Tally;
 use crate::checkpoint;
 use crate::{JsonLines, MASK_QUERIES, QueryInfo, Runner, RunnerStats, Summary};
 
@@ -219,6 +222,8 @@ pub struct Job {
     stop: Arc<AtomicBool>,
     skipped: u64,
     rows: u64,
+    /// What the last run wrote, when writing its output failed.
+    output_failed: Option<OutputFailed>,
 }
 
 impl Job {
@@ -416,6 +421,7 @@ impl Job {
             stop: Arc::new(AtomicBool::new(false)),
             skipped,
             rows: 0,
+            output_failed: None,
         })
     }
 
@@ -431,7 +437,10 @@ impl Job {
         out: W,
         progress: Option<&mut dyn Progress>,
     ) -> Result<RunEnd, JobError> {
-        let mut sink = JsonLines::new(BufWriter::with_capacity(1 << 16, out));
+        // The lines that reach `out` are counted: after a write error they
+        // are what the summary reports (see `output_failed`).
+        let tally = Tally::new(out, self.driver.queries());
+        let mut sink = JsonLines::new(BufWriter::with_capacity(1 << 16, tally));
         let JobInput { source, read_ahead } = input;
         let mut opts = self.opts;
         let mut file_input;
@@ -502,6 +511,10 @@ impl Job {
             let _ = self.driver.stop(&mut sink);
         }
         let flushed = sink.flush().map_err(write_failed);
+        // Without a last flush: after a write error, lines still buffered
+        // are not written (and not counted) by a retry when dropped.
+        let (tally, _) = sink.into_unflushed().into_parts();
+        self.output_failed = tally.failed();
         let ended = result?;
         flushed?;
         Ok(match ended {
@@ -551,6 +564,14 @@ impl Job {
     /// to the one that stopped it.
     pub fn rows_read(&self) -> u64 {
         self.rows
+    }
+
+    /// When writing the output failed in the last [`run`](Self::run): the
+    /// error, and the matches and level alerts whose lines were written
+    /// whole before it ([`summary`](Self::summary) counts what the engines
+    /// found, some of which never reached the output).
+    pub fn output_failed(&self) -> Option<&OutputFailed> {
+        self.output_failed.as_ref()
     }
 
     /// Bad rows skipped (with a resumed job's before it).
