@@ -298,3 +298,40 @@ fn a_corrupt_or_truncated_newest_checkpoint_falls_back_to_the_previous() {
     other[8] = 99;
     assert!(checkpoint::decode(&other).unwrap_err().to_string().contains("format version 99"));
 }
+
+/// A checkpoint of format 3 (before checkpoints recorded their input: the
+/// payload without its last field) still reads, as one whose input is not
+/// recorded; the same payload labelled format 4 does not.
+#[test]
+fn a_checkpoint_of_format_3_reads_without_an_input_identity() {
+    use cep_runtime::checkpoint::{FORMAT_VERSION, InputIdentity, decode, encode};
+    let state = PipelineSnapshot::One(Runner::new(Vec::new()).snapshot().unwrap());
+    let c = Checkpoint {
+        fingerprint: 5,
+        position: 1000,
+        output_bytes: 42,
+        input: None,
+        skipped: 3,
+        state,
+        identity: InputIdentity::Unidentified,
+    };
+    let new = encode(&c);
+    // Header: magic (8), format (4), hash version (4), length (8).
+    let payload = &new[24..new.len() - 4];
+    assert_eq!(payload.last(), Some(&1), "`Unidentified` is the enum's variant 1, one byte");
+    let old_payload = &payload[..payload.len() - 1];
+    let file = |format: u32| {
+        let mut f = new[..8].to_vec();
+        f.extend_from_slice(&format.to_le_bytes());
+        f.extend_from_slice(&new[12..16]);
+        f.extend_from_slice(&(old_payload.len() as u64).to_le_bytes());
+        f.extend_from_slice(old_payload);
+        f.extend_from_slice(&crc32fast::hash(old_payload).to_le_bytes());
+        f
+    };
+    let old = decode(&file(3)).unwrap();
+    assert_eq!((old.position, old.output_bytes, old.skipped), (1000, 42, 3));
+    assert_eq!(old.identity, InputIdentity::NotRecorded);
+    assert!(decode(&file(FORMAT_VERSION)).is_err());
+    assert_eq!(decode(&new).unwrap().identity, InputIdentity::Unidentified);
+}
