@@ -223,14 +223,36 @@ pub fn run(args: RunArgs) -> Result<(), Failure> {
              matches that needed them are lost (counted in the summary)"
         );
     }
-    print_summary(job.rows_read(), job.skipped(), &job.summary(), job.dropped(), job.queries(), args.levels.is_some());
+    // After a write error the summary counts the lines written, and says so.
+    let mut summary = job.summary();
+    let mut ending = "";
+    let failed = job.output_failed();
+    if let Some(f) = failed {
+        summary.matches.clone_from(&f.matches);
+        summary.fires = f.fires;
+        ending = if f.error == io::ErrorKind::BrokenPipe { ", output closed" } else { ", output failed" };
+    }
+    let counts = Counts { rows: job.rows_read(), skipped: job.skipped(), dropped: job.dropped() };
+    print_summary(counts, &summary, job.queries(), args.levels.is_some(), ending);
     if args.stats {
         print_stats(job.rows_read(), job.skipped(), &job.stats());
         if let Some(note) = job.split_note() {
             eprintln!("stats: threads: {note}");
         }
     }
-    result.map(|_| ()).map_err(job_failure)
+    match result {
+        Ok(_) => Ok(()),
+        // A closed pipe ends the run quietly, as filters do (LANGUAGE.md
+        // §6): the reader has what it wanted.
+        Err(e) if !e.is_bad_input() && failed.is_some_and(|f| f.error == io::ErrorKind::BrokenPipe) => Ok(()),
+        Err(e) => {
+            let out_name = args.out.as_deref().map_or_else(|| "stdout".to_owned(), |p| p.display().to_string());
+            Err(match e.kind() {
+                JobErrorKind::Write(w) => Failure::other(format!("cannot write {out_name}: {w}")),
+                _ => job_failure(e),
+            })
+        }
+    }
 }
 
 /// The default `--max-state` where the machine's memory cannot be read.
@@ -362,7 +384,16 @@ fn parse_delay(s: &str, unit: cep_core::TimeUnit) -> Result<i64, Failure> {
     to_ticks(num, du, unit).map_err(|e| Failure::bad_input(format!("invalid --max-delay `{s}`: {e}")))
 }
 
-fn print_summary(rows: u64, skipped: u64, s: &Summary, dropped: u64, queries: &[cep_runtime::QueryInfo], levels: bool) {
+/// What the summary line counts besides the runner's [`Summary`].
+struct Counts {
+    rows: u64,
+    skipped: u64,
+    dropped: u64,
+}
+
+/// Prints the summary line; `ending` is appended (`, output closed`).
+fn print_summary(c: Counts, s: &Summary, queries: &[cep_runtime::QueryInfo], levels: bool, ending: &str) {
+    let Counts { rows, skipped, dropped } = c;
     let total: u64 = s.matches.iter().sum();
     let per: Vec<String> = queries.iter().zip(&s.matches).map(|(q, n)| format!("{} {n}", q.name)).collect();
     let per = if per.is_empty() { String::new() } else { format!(" ({})", per.join(", ")) };
@@ -377,7 +408,7 @@ fn print_summary(rows: u64, skipped: u64, s: &Summary, dropped: u64, queries: &[
         n => format!(", {n} partial matches dropped"),
     };
     eprintln!(
-        "summary: {rows} rows read, {skipped} skipped, {} late, {total} {}{per}{fires}{dropped}",
+        "summary: {rows} rows read, {skipped} skipped, {} late, {total} {}{per}{fires}{dropped}{ending}",
         s.late,
         if total == 1 { "match" } else { "matches" },
     );

@@ -623,3 +623,49 @@ fn a_stopped_run_counts_the_rows_up_to_the_stop() {
         assert!(summary(&o).starts_with("summary: 3 rows read, 0 skipped, 1 late, 2 matches"), "{o:#?}");
     }
 }
+
+/// A line longer than 64 MiB is a bad row in CSV as in JSON lines: `skip`
+/// skips and counts it and reads the rows after it (with their own line
+/// numbers), `fail` stops on it with `FILE:LINE`; on one thread and on the
+/// parallel reader (two threads), where a line longer than any block is cut
+/// and the rest of it skipped. (It used to stop a CSV run, and a JSON-lines
+/// run on two threads lost every row after it.)
+#[test]
+fn a_line_over_64_mib_is_a_bad_row_in_csv_and_json_lines() {
+    let d = scratch("over-64-mib");
+    let q = d.write("q.cep", "QUERY q PATTERN SEQ(A a);\n");
+    let big = "x".repeat((64 << 20) + 1000);
+    let (mut csv, mut json) = (String::from("type,ts,s\n"), String::new());
+    for i in 0..10_000 {
+        let s = if i == 5_000 { big.as_str() } else { "s" };
+        csv.push_str(&format!("A,{i},{s}\n"));
+        if i == 8_000 {
+            csv.push_str("A,x,bad\n"); // a bad row after it: its line shows the count
+            json.push_str("{bad\n");
+        }
+        json.push_str(&format!("{{\"type\":\"A\",\"ts\":{i},\"s\":\"{s}\"}}\n"));
+    }
+    // CSV: the long row is on line 5,002 and the bad one on 8,003; JSON
+    // lines: 5,001 and 8,001.
+    let cases = [(d.write("e.csv", csv), 5_002, 8_003), (d.write("e.jsonl", json), 5_001, 8_001)];
+    drop(big);
+    for (e, long_line, bad_line) in &cases {
+        for threads in ["1", "2"] {
+            let o = run(&q, e, &["--threads", threads, "--on-bad-row", "skip"]);
+            assert_eq!(o.code, Some(0), "{threads} threads: {}", o.stderr);
+            assert_eq!(o.stdout.lines().count(), 9_999, "{threads} threads: {}", o.stderr);
+            let long = format!("warning: skipped: {e}:{long_line}: line longer than 64 MiB");
+            let bad = format!("warning: skipped: {e}:{bad_line}: ");
+            assert!(o.stderr.lines().any(|l| l == long), "{threads} threads: no `{long}` in {}", o.stderr);
+            assert!(o.stderr.lines().any(|l| l.starts_with(&bad)), "{threads} threads: no `{bad}` in {}", o.stderr);
+            assert!(
+                summary(&o).starts_with("summary: 10001 rows read, 2 skipped, 0 late, 9999 matches"),
+                "{}",
+                o.stderr
+            );
+            let o = run(&q, e, &["--threads", threads]);
+            assert_input_error(&o, e, *long_line, &["line longer than 64 MiB"]);
+            assert_eq!(o.stdout.lines().count(), 5_000, "{threads} threads");
+        }
+    }
+}

@@ -447,3 +447,72 @@ fn a_batched_run_killed_and_resumed_equals_an_event_by_event_run() {
     assert!(std::fs::read_to_string(&out).unwrap() == want, "the resumed output differs");
     assert_eq!(got_summary, want_summary);
 }
+
+/// `--resume` on another file with the same header (other rows) is refused
+/// with exit 2, naming the checkpoint directory and the file; the same
+/// file resumes (the tests above), and so does the file with rows appended
+/// after the checkpoint's position (LANGUAGE.md §6).
+#[test]
+fn resume_refuses_another_input_with_the_same_header() {
+    let dir = scratch("otherinput");
+    let Checkpointed { args, files, .. } = checkpointed(&dir, 60_000, "10000");
+    drop_newest_checkpoint(files[0].parent().unwrap());
+    let events = dir.join("w1.csv");
+    let kept = std::fs::read(&events).unwrap();
+    // The same header and as many rows, in another order.
+    std::fs::write(&events, ticks_csv(60_000, false, 25_000, "")).unwrap();
+    let o = Command::new(CEP).args(&args).arg("--resume").output().unwrap();
+    let stderr = String::from_utf8_lossy(&o.stderr);
+    assert_eq!(o.status.code(), Some(2), "{stderr}");
+    assert!(stderr.contains(p(&dir.join("ckpt"))) && stderr.contains(p(&events)), "{stderr}");
+    assert!(stderr.contains("another input"), "{stderr}");
+    // Only the rows near the checkpoint's position differ.
+    let mut lines: Vec<String> = String::from_utf8(kept.clone()).unwrap().lines().map(str::to_owned).collect();
+    lines[49_990] = lines[49_990].replace("Tick,", "Tock,");
+    std::fs::write(&events, lines.join("\n") + "\n").unwrap();
+    let o = Command::new(CEP).args(&args).arg("--resume").output().unwrap();
+    assert_eq!(o.status.code(), Some(2), "{}", String::from_utf8_lossy(&o.stderr));
+    // A file shorter than the checkpoint read.
+    std::fs::write(&events, &kept[..kept.len() / 2]).unwrap();
+    let o = Command::new(CEP).args(&args).arg("--resume").output().unwrap();
+    assert_eq!(o.status.code(), Some(2), "{}", String::from_utf8_lossy(&o.stderr));
+    // The same file resumes.
+    std::fs::write(&events, &kept).unwrap();
+    resume(&args, &["resuming after row 50000"]);
+}
+
+/// A file that only grew after the checkpoint's position resumes, and the
+/// resumed run reads the rows appended: its output is that of a run over the
+/// longer file.
+#[test]
+fn resume_of_a_file_appended_to_after_the_checkpoint() {
+    let dir = scratch("appended");
+    let Checkpointed { args, out, files, .. } = checkpointed(&dir, 60_000, "10000");
+    drop_newest_checkpoint(files[0].parent().unwrap());
+    let events = dir.join("w1.csv");
+    // The longer file: 60,000 ticks, then the rows of 20,000 more, later.
+    let text = std::fs::read_to_string(&events).unwrap();
+    let more = ticks_csv(20_000, true, 25_000, "");
+    let last_ts: i64 = text.lines().last().unwrap().split(',').nth(1).unwrap().parse().unwrap();
+    let mut longer = text.clone();
+    for line in more.lines().skip(1) {
+        let mut cells: Vec<String> = line.split(',').map(str::to_owned).collect();
+        cells[1] = (cells[1].parse::<i64>().unwrap() + last_ts + 10_000).to_string();
+        longer.push_str(&cells.join(","));
+        longer.push('\n');
+    }
+    std::fs::write(&events, &longer).unwrap();
+    let got_summary = resume(&args, &["resuming after row 50000"]);
+    let got = std::fs::read_to_string(&out).unwrap();
+    // The reference: the longer file from the start.
+    let fresh = dir.join("fresh.jsonl");
+    let mut fresh_args = args.clone();
+    let at = fresh_args.iter().position(|a| a == "--out").unwrap();
+    fresh_args[at + 1] = p(&fresh).to_owned();
+    let at = fresh_args.iter().position(|a| a == "--checkpoint").unwrap();
+    fresh_args[at + 1] = p(&dir.join("ckpt-fresh")).to_owned();
+    let want_summary = run_to_end(&fresh_args);
+    assert!(got == std::fs::read_to_string(&fresh).unwrap(), "the resumed output differs");
+    assert!(got_summary.starts_with("summary: 80000 rows read"), "{got_summary}");
+    assert_eq!(got_summary, want_summary);
+}

@@ -408,3 +408,72 @@ pub struct ReadAhead {
     /// Bad rows skipped among them.
     pub skipped: u64,
 }
+
+/// What identifies the first bytes of an input file, up to where a
+/// checkpoint stood: their number, and a hash of a bounded sample of them
+/// (see [`sample_file`]). A resumed run compares the file it is given
+/// with it, so that it does not carry on from another file's position.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+pub struct InputSample {
+    /// Bytes of the input the sample covers (from its start).
+    pub bytes: u64,
+    /// The hash (xxh3) of `bytes` and of the sampled ranges.
+    pub hash: u64,
+}
+
+/// The span of each of the two ranges [`sample_file`] hashes.
+pub const SAMPLE_SPAN: u64 = 64 << 10;
+
+/// The [`InputSample`] of the first `bytes` bytes of the file at `path`:
+/// a hash of their number, of the first [`SAMPLE_SPAN`] of them and of the
+/// last `SAMPLE_SPAN` before `bytes` (all of them when there are at most
+/// twice that many). The cost is bounded (two reads of 64 KiB at most)
+/// however far into a large file a checkpoint stands; a change between the
+/// two ranges is not seen. A file shorter than `bytes` is an error of kind
+/// [`io::ErrorKind::UnexpectedEof`]. Bytes after `bytes` (a file appended
+/// to) do not count.
+///
+/// # Examples
+/// ```
+/// use cep_io::input::sample_file;
+/// let path = std::env::temp_dir().join(format!("cep-sample-doc-{}.csv", std::process::id()));
+/// std::fs::write(&path, "ts,x\n0,1\n").unwrap();
+/// let before = sample_file(&path, 9).unwrap();
+/// std::fs::write(&path, "ts,x\n0,1\n1,2\n").unwrap(); // appended
+/// assert_eq!(sample_file(&path, 9).unwrap(), before);
+/// std::fs::write(&path, "ts,x\n0,2\n1,2\n").unwrap(); // another row 0
+/// assert_ne!(sample_file(&path, 9).unwrap(), before);
+/// std::fs::write(&path, "ts,x\n").unwrap(); // shorter
+/// assert!(sample_file(&path, 9).is_err());
+/// # std::fs::remove_file(&path).unwrap();
+/// ```
+pub fn sample_file(path: &Path, bytes: u64) -> io::Result<InputSample> {
+    let mut f = File::open(path)?;
+    let len = f.metadata()?.len();
+    if len < bytes {
+        return Err(io::Error::new(
+            io::ErrorKind::UnexpectedEof,
+            format!("{} has {len} bytes, fewer than {bytes}", path.display()),
+        ));
+    }
+    let head = bytes.min(SAMPLE_SPAN);
+    let tail = bytes.saturating_sub(SAMPLE_SPAN).max(head);
+    let mut h = xxhash_rust::xxh3::Xxh3::new();
+    h.update(&bytes.to_le_bytes());
+    let mut buf = vec![0; SAMPLE_SPAN as usize];
+    for (from, to) in [(0, head), (tail, bytes)] {
+        let piece = &mut buf[..(to - from) as usize];
+        f.seek(SeekFrom::Start(from))?;
+        f.read_exact(piece)?;
+        h.update(piece);
+    }
+    Ok(InputSample { bytes, hash: h.digest() })
+}
+
+impl FileInput {
+    /// The [`InputSample`] of the first `bytes` bytes of this input (see
+    /// [`sample_file`]); `None` for a stream, which cannot be read again.
+    pub fn sample(&self, bytes: u64) -> Option<io::Result<InputSample>> {
+        (!self.stream).then(|| sample_file(Path::new(&self.path), bytes))
+    }
+}

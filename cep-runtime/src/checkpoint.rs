@@ -31,8 +31,13 @@ use crate::RunnerSnapshot;
 /// The first bytes of a checkpoint file.
 pub const MAGIC: &[u8; 8] = b"CEPCKPT\0";
 /// The version of the payload's shape (3: a CSV input position is after a
-/// row's `\r\n`, where it was between the `\r` and the `\n`).
-pub const FORMAT_VERSION: u32 = 3;
+/// row's `\r\n`, where it was between the `\r` and the `\n`; 4: the input's
+/// [identity](InputIdentity)). Format 3 is still read, as a checkpoint whose
+/// input is [not recorded](InputIdentity::NotRecorded).
+pub const FORMAT_VERSION: u32 = 4;
+
+/// The earlier payload shape [`decode`] still reads.
+const FORMAT_WITHOUT_IDENTITY: u32 = 3;
 /// The version of the key-to-shard hash, kept beside the hash itself
 /// (`shard/route.rs`) so that the two change together.
 pub use crate::shard::HASH_VERSION;
@@ -60,8 +65,35 @@ pub struct Checkpoint {
     pub skipped: u64,
     /// The engines' state.
     pub state: PipelineSnapshot,
+    /// What identifies the input the checkpoint was taken on: a resumed
+    /// run refuses another one.
+    pub identity: InputIdentity,
 }
 
+/// What a checkpoint knows of the input it was taken on.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+pub enum InputIdentity {
+    /// A file: a sample of its bytes up to where the checkpoint stood
+    /// ([`cep_io::input::sample_file`]).
+    File(cep_io::InputSample),
+    /// A stream (stdin, a pipe) or events from elsewhere: nothing can be
+    /// read again, and only the columns (in the fingerprint) are checked.
+    Unidentified,
+    /// A checkpoint of format 3, written before checkpoints recorded their
+    /// input.
+    NotRecorded,
+}
+
+/// The payload of format 3: a [`Checkpoint`] without its input's identity.
+#[derive(serde::Deserialize)]
+struct CheckpointV3 {
+    fingerprint: u64,
+    position: u64,
+    output_bytes: u64,
+    input: Option<cep_io::InputPosition>,
+    skipped: u64,
+    state: PipelineSnapshot,
+}
 /// The state of a single-threaded or a sharded run.
 #[derive(Clone, Debug, serde::Serialize, serde::Deserialize)]
 pub enum PipelineSnapshot {
@@ -110,7 +142,9 @@ impl std::error::Error for LoadError {}
 /// use cep_runtime::checkpoint::{decode, encode};
 /// # use cep_runtime::{Runner, checkpoint::{Checkpoint, PipelineSnapshot}};
 /// # let state = PipelineSnapshot::One(Runner::new(Vec::new()).snapshot().unwrap());
-/// let c = Checkpoint { fingerprint: 7, position: 1000, output_bytes: 42, input: None, skipped: 0, state };
+/// # use cep_runtime::checkpoint::InputIdentity;
+/// let identity = InputIdentity::Unidentified;
+/// let c = Checkpoint { fingerprint: 7, position: 1000, output_bytes: 42, input: None, skipped: 0, state, identity };
 /// let mut bytes = encode(&c);
 /// assert_eq!(decode(&bytes).unwrap().position, 1000);
 /// let last = bytes.len() - 5;
@@ -136,7 +170,7 @@ pub fn decode(bytes: &[u8]) -> Result<Checkpoint, LoadError> {
     let Some(rest) = bytes.strip_prefix(MAGIC.as_slice()) else { return corrupt("not a checkpoint file") };
     let word = |at: usize| rest.get(at..at + 4).map(|b| u32::from_le_bytes(b.try_into().expect("4 bytes")));
     let (Some(format), Some(hash)) = (word(0), word(4)) else { return corrupt("truncated header") };
-    if format != FORMAT_VERSION {
+    if format != FORMAT_VERSION && format != FORMAT_WITHOUT_IDENTITY {
         return Err(LoadError::Corrupt(format!("format version {format}, this cep reads {FORMAT_VERSION}")));
     }
     if hash != HASH_VERSION {
@@ -153,7 +187,14 @@ pub fn decode(bytes: &[u8]) -> Result<Checkpoint, LoadError> {
     if crc32fast::hash(payload).to_le_bytes() != sum {
         return corrupt("checksum mismatch");
     }
-    postcard::from_bytes(payload).map_err(|e| LoadError::Corrupt(format!("unreadable payload: {e}")))
+    let unreadable = |e: postcard::Error| LoadError::Corrupt(format!("unreadable payload: {e}"));
+    if format == FORMAT_WITHOUT_IDENTITY {
+        let CheckpointV3 { fingerprint, position, output_bytes, input, skipped, state } =
+            postcard::from_bytes(payload).map_err(unreadable)?;
+        let identity = InputIdentity::NotRecorded;
+        return Ok(Checkpoint { fingerprint, position, output_bytes, input, skipped, state, identity });
+    }
+    postcard::from_bytes(payload).map_err(unreadable)
 }
 
 /// Writes `c` into `dir` atomically (see the [module](self) docs) and

@@ -58,6 +58,11 @@ impl<W: Write> JsonLines<W> {
         Ok(self.out)
     }
 
+    /// The writer, not flushed (what it buffers is left to it).
+    pub(crate) fn into_unflushed(self) -> W {
+        self.out
+    }
+
     /// Flushes the writer.
     pub fn flush(&mut self) -> io::Result<()> {
         self.out.flush()

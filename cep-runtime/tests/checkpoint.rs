@@ -47,6 +47,7 @@ fn round_trip(r: &mut Runner) -> cep_runtime::RunnerSnapshot {
         output_bytes: 0,
         input: None,
         skipped: 0,
+        identity: cep_runtime::checkpoint::InputIdentity::Unidentified,
         state: PipelineSnapshot::One(r.snapshot().unwrap()),
     };
     match checkpoint::decode(&checkpoint::encode(&c)).unwrap().state {
@@ -127,6 +128,7 @@ fn check_sharded(case: &Case, delay: i64, seed: u64, cut: usize, balanced: bool)
         output_bytes: 0,
         input: None,
         skipped: 0,
+        identity: cep_runtime::checkpoint::InputIdentity::Unidentified,
         state: PipelineSnapshot::Sharded(first.checkpoint(&mut out).unwrap()),
     };
     drop(first); // the crash: its threads stop
@@ -232,7 +234,15 @@ impl Drop for Scratch {
 
 fn numbered(position: u64) -> Checkpoint {
     let state = PipelineSnapshot::One(Runner::new(Vec::new()).snapshot().unwrap());
-    Checkpoint { fingerprint: 9, position, output_bytes: position * 10, input: None, skipped: 0, state }
+    Checkpoint {
+        fingerprint: 9,
+        position,
+        output_bytes: position * 10,
+        input: None,
+        skipped: 0,
+        state,
+        identity: cep_runtime::checkpoint::InputIdentity::Unidentified,
+    }
 }
 
 fn files(dir: &std::path::Path) -> Vec<String> {
@@ -287,4 +297,41 @@ fn a_corrupt_or_truncated_newest_checkpoint_falls_back_to_the_previous() {
     let mut other = bytes;
     other[8] = 99;
     assert!(checkpoint::decode(&other).unwrap_err().to_string().contains("format version 99"));
+}
+
+/// A checkpoint of format 3 (before checkpoints recorded their input: the
+/// payload without its last field) still reads, as one whose input is not
+/// recorded; the same payload labelled format 4 does not.
+#[test]
+fn a_checkpoint_of_format_3_reads_without_an_input_identity() {
+    use cep_runtime::checkpoint::{FORMAT_VERSION, InputIdentity, decode, encode};
+    let state = PipelineSnapshot::One(Runner::new(Vec::new()).snapshot().unwrap());
+    let c = Checkpoint {
+        fingerprint: 5,
+        position: 1000,
+        output_bytes: 42,
+        input: None,
+        skipped: 3,
+        state,
+        identity: InputIdentity::Unidentified,
+    };
+    let new = encode(&c);
+    // Header: magic (8), format (4), hash version (4), length (8).
+    let payload = &new[24..new.len() - 4];
+    assert_eq!(payload.last(), Some(&1), "`Unidentified` is the enum's variant 1, one byte");
+    let old_payload = &payload[..payload.len() - 1];
+    let file = |format: u32| {
+        let mut f = new[..8].to_vec();
+        f.extend_from_slice(&format.to_le_bytes());
+        f.extend_from_slice(&new[12..16]);
+        f.extend_from_slice(&(old_payload.len() as u64).to_le_bytes());
+        f.extend_from_slice(old_payload);
+        f.extend_from_slice(&crc32fast::hash(old_payload).to_le_bytes());
+        f
+    };
+    let old = decode(&file(3)).unwrap();
+    assert_eq!((old.position, old.output_bytes, old.skipped), (1000, 42, 3));
+    assert_eq!(old.identity, InputIdentity::NotRecorded);
+    assert!(decode(&file(FORMAT_VERSION)).is_err());
+    assert_eq!(decode(&new).unwrap().identity, InputIdentity::Unidentified);
 }

@@ -632,6 +632,7 @@ pub fn checkpoint_seeds() -> Vec<Vec<u8>> {
             output_bytes: 0,
             input: Some(cep_io::InputPosition { byte: 100, row: cut, line: cut + 2 }),
             skipped: 0,
+            identity: cep_runtime::checkpoint::InputIdentity::Unidentified,
             state: PipelineSnapshot::One(r.snapshot().unwrap()),
         };
         let file = checkpoint::encode(&c);
@@ -665,6 +666,7 @@ pub fn checkpoint_seeds() -> Vec<Vec<u8>> {
         output_bytes: 10,
         input: None,
         skipped: 1,
+        identity: cep_runtime::checkpoint::InputIdentity::Unidentified,
         state: PipelineSnapshot::Sharded(ShardedSnapshot {
             front: front.snapshot().unwrap(),
             shards: shards.iter_mut().map(|r| r.snapshot().unwrap()).collect(),

@@ -32,6 +32,9 @@ pub(super) struct Block {
     /// Byte offset of `bytes[0]` in the file.
     pub(super) start: u64,
     pub(super) bytes: Vec<u8>,
+    /// Whether it ends inside a line too long for any block, whose rest
+    /// (and newline) the cutter skipped: the line counts as one.
+    pub(super) cut_long: bool,
 }
 
 /// A block's events and errors, numbered from the block's start.

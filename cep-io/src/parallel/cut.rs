@@ -49,23 +49,11 @@ impl Cutter {
         let mut buf = self.bufs.try_recv().unwrap_or_default();
         buf.clear();
         buf.append(&mut self.carry);
+        let mut long = false;
         loop {
             let n = match read_more(&mut self.file, &mut buf, self.block) {
                 Ok(n) => n,
-                Err(e) => {
-                    let mut p = Parsed::default();
-                    p.reset(self.seq);
-                    p.fatal = Some(ReadError {
-                        file: self.name.clone(),
-                        line: 1,
-                        row: None,
-                        message: format!("read error: {e}"),
-                        kind: ReadErrorKind::Fatal,
-                    });
-                    let _ = self.results.send(p);
-                    (self.seq, self.ended) = (self.seq + 1, true);
-                    return;
-                }
+                Err(e) => return self.fail(&e),
             };
             if let Some(c) = &self.counter {
                 c.fetch_add(n as u64, Ordering::Relaxed);
@@ -79,19 +67,66 @@ impl Cutter {
                 buf.truncate(cut);
                 break;
             }
-            // A record longer than any line may be: the parser says so.
+            // A record longer than any line may be: the parser says so
+            // (a bad row), and the rest of its line is skipped.
             if buf.len() > MAX_LINE_LEN + self.block {
-                self.ended = true;
+                long = true;
                 break;
             }
         }
         if !buf.is_empty() {
             let len = buf.len() as u64;
-            let block = Block { seq: self.seq, start: self.at, bytes: buf };
+            let block = Block { seq: self.seq, start: self.at, bytes: buf, cut_long: long };
             let _ = self.work.send(ParseJob { block, parser: Arc::clone(&self.parser) });
             self.seq += 1;
             self.at += len;
         }
+        if long {
+            self.skip_long_line();
+        }
+    }
+
+    /// Skips the rest of a line too long for any block, up to and including
+    /// its newline, without keeping it (the block before ends inside it, and
+    /// its parser reports the line as a bad row); the next block starts
+    /// after it.
+    fn skip_long_line(&mut self) {
+        let mut chunk = Vec::new();
+        loop {
+            chunk.clear();
+            let n = match read_more(&mut self.file, &mut chunk, self.block) {
+                Ok(n) => n,
+                Err(e) => return self.fail(&e),
+            };
+            if let Some(c) = &self.counter {
+                c.fetch_add(n as u64, Ordering::Relaxed);
+            }
+            if n == 0 {
+                self.ended = true;
+                return;
+            }
+            if let Some(nl) = memchr::memchr(b'\n', &chunk) {
+                self.at += nl as u64 + 1;
+                self.carry.extend_from_slice(&chunk[nl + 1..]);
+                return;
+            }
+            self.at += n as u64;
+        }
+    }
+
+    /// A read error: it ends the blocks.
+    fn fail(&mut self, e: &io::Error) {
+        let mut p = Parsed::default();
+        p.reset(self.seq);
+        p.fatal = Some(ReadError {
+            file: self.name.clone(),
+            line: 1,
+            row: None,
+            message: format!("read error: {e}"),
+            kind: ReadErrorKind::Fatal,
+        });
+        let _ = self.results.send(p);
+        (self.seq, self.ended) = (self.seq + 1, true);
     }
 }
 

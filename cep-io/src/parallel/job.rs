@@ -86,6 +86,11 @@ impl<R: Route> Parser<R> {
         self.strings.lock().push(strings);
         let end = r.position();
         (p.rows, p.lines) = (end.row, end.line - 1);
+        if block.cut_long {
+            // Its lines, the one it ends inside included (the readers differ
+            // on whether a line cut short by the end of their input counts).
+            p.lines = memchr::memchr_iter(b'\n', &block.bytes).count() as u64 + 1;
+        }
         let _ = self.bufs.send(block.bytes);
         let _ = self.results.send(p);
     }

@@ -105,7 +105,7 @@ fn parsers_keep_their_strings_across_blocks() {
     let parser = Parser::<NoRoute> { template, free, results, bufs, route: None, strings: Default::default() };
     for seq in 0..2 {
         let rows: String = (0..20).map(|i| format!("{i},key{}\n", i + 20 * seq)).collect();
-        parser.run(Block { seq, start: 7, bytes: rows.into_bytes() });
+        parser.run(Block { seq, start: 7, bytes: rows.into_bytes(), cut_long: false });
         assert_eq!(parsed.recv().unwrap().len, 20);
     }
     let caches = parser.strings.lock();
@@ -144,7 +144,7 @@ fn parts_follow_the_route_of_the_field() {
     let free = Pool::default();
     let parser = Parser { template, free, results, bufs, route: Some(Kinds(b)), strings: Default::default() };
     let rows = "{\"ts\":1,\"a\":5}\n{\"ts\":2,\"a\":5,\"b\":7}\n{\"ts\":3,\"a\":5,\"b\":\"far\"}\n{\"ts\":4,\"b\":1}\n";
-    parser.run(Block { seq: 0, start: 0, bytes: rows.as_bytes().to_vec() });
+    parser.run(Block { seq: 0, start: 0, bytes: rows.as_bytes().to_vec(), cut_long: false });
     let p = parsed.recv().unwrap();
     assert_eq!(p.order, [0, 1, 2, 1]);
     assert_eq!(p.parts.iter().map(FlatEvents::len).collect::<Vec<_>>(), [1, 2, 1]);
@@ -343,8 +343,8 @@ proptest! {
 }
 
 #[test]
-fn a_fatal_error_in_a_later_block_reads_as_one_reader() {
-    // Line 7 is longer than the limit: fatal, after the rows before it.
+fn a_line_too_long_in_a_later_block_reads_as_one_reader() {
+    // Line 7 is longer than the limit: a bad row, then line 8 is read.
     let text = "ts,a\n1,x\n2,y\n3,z\n4,w\n5,v\n6,0123456789012345678901234567890123456789\n7,u\n";
     let path = std::env::temp_dir().join(format!("cep-parallel-fatal-{}.csv", std::process::id()));
     std::fs::write(&path, text).unwrap();
@@ -362,7 +362,8 @@ fn a_fatal_error_in_a_later_block_reads_as_one_reader() {
             assert_eq!(par, one, "skip {skip}, blocks of {block}");
         }
     }
-    assert!(one.last().unwrap().contains("t:7:"), "{one:?}");
+    assert!(one[5].contains("t:7:") && one[5].contains("BadRow"), "{one:?}");
+    assert!(one.last().unwrap().contains("ts 7"), "{one:?}");
     std::fs::remove_file(&path).unwrap();
 }
 

@@ -446,8 +446,20 @@ impl<'a> StatementCompiler<'a> {
             // A warning even when the whole input was read: it depends on the
             // data, and a missing field is NULL (LANGUAGE.md), which `NOT`
             // or `OR` can still turn into a match.
-            let msg = format!("field `{name}` never appears in events of type {}", tnames.join(" or "));
-            self.diags.push(Diagnostic::warning(span, msg).with_note("where it is missing, it is NULL"));
+            // Only the rows read ahead were seen when the input goes on
+            // (its schema not complete): the field may come later.
+            let diag = if self.schema.is_complete() {
+                let msg = format!("field `{name}` never appears in events of type {}", tnames.join(" or "));
+                Diagnostic::warning(span, msg).with_note("where it is missing, it is NULL")
+            } else {
+                let seen: u64 = types.iter().filter_map(|t| self.schema.type_info(*t)).map(|i| i.count).sum();
+                let msg = format!(
+                    "field `{name}` has not appeared in the first {seen} events of type {} (read ahead)",
+                    tnames.join(" or ")
+                );
+                Diagnostic::warning(span, msg).with_note("it may appear later; where it is missing, it is NULL")
+            };
+            self.diags.push(diag);
         }
         Some(fid)
     }

@@ -9,7 +9,7 @@ use cep_io::parallel::BlockInfo;
 use super::drive::Sink;
 use super::driver::Driver;
 use super::error::{JobError, JobErrorKind};
-use crate::checkpoint::{self, Checkpoint};
+use crate::checkpoint::{self, Checkpoint, InputIdentity};
 use cep_io::LineSink as JobOutput;
 
 /// When and where checkpoints are saved, and where a resumed run starts.
@@ -22,12 +22,33 @@ pub(crate) struct Checkpoints {
     pub fingerprint: u64,
     /// Rows before this were processed before the resumed checkpoint.
     pub skip_below: u64,
+    /// How a checkpoint identifies the input.
+    pub identify: Identify,
+}
+
+/// How a checkpoint identifies the job's input ([`InputIdentity`]).
+#[derive(Clone, Debug)]
+pub(crate) enum Identify {
+    /// A file at `path`, of which at least `floor` bytes had been read when
+    /// the job was built (the rows read ahead): a checkpoint samples its
+    /// bytes up to where the reader stands, or up to `floor` when it does
+    /// not say (a checkpoint among the rows read ahead).
+    File { path: PathBuf, floor: u64 },
+    /// A stream or events from elsewhere.
+    Unidentified,
 }
 
 impl Checkpoints {
     /// No checkpoints.
     pub(crate) fn off() -> Checkpoints {
-        Checkpoints { dir: None, every: u64::MAX, next_at: u64::MAX, fingerprint: 0, skip_below: 0 }
+        Checkpoints {
+            dir: None,
+            every: u64::MAX,
+            next_at: u64::MAX,
+            fingerprint: 0,
+            skip_below: 0,
+            identify: Identify::Unidentified,
+        }
     }
 
     /// Whether a block of whole events can go to the driver at once: no
@@ -55,9 +76,16 @@ impl Checkpoints {
         sink.flush().map_err(failed)?;
         let out = sink.get_mut().get_mut();
         out.sync().map_err(failed)?;
+        let identity = match &self.identify {
+            Identify::File { path, floor } => {
+                let upto = input.map_or(*floor, |at| at.byte.max(*floor));
+                InputIdentity::File(cep_io::input::sample_file(path, upto).map_err(failed)?)
+            }
+            Identify::Unidentified => InputIdentity::Unidentified,
+        };
         let input = input.filter(|at| at.row == position);
         let output_bytes = out.written();
-        let c = Checkpoint { fingerprint: self.fingerprint, position, output_bytes, input, skipped, state };
+        let c = Checkpoint { fingerprint: self.fingerprint, position, output_bytes, input, skipped, state, identity };
         checkpoint::save(dir, &c).map_err(failed)?;
         self.next_at = position.saturating_add(self.every);
         Ok(())
@@ -95,5 +123,66 @@ pub(crate) fn resume_from(
             report(&format!("note: resuming after row {} from {}\n", c.position, dir.display()));
             Ok(Some(c))
         }
+    }
+}
+
+/// Refuses to resume from a checkpoint taken on another input than
+/// `file` (`None`: a stream or events from elsewhere): a file must have the
+/// bytes the checkpoint sampled. What cannot be checked is reported as a
+/// warning to `report`.
+pub(crate) fn check_input(
+    identity: &InputIdentity,
+    file: Option<&cep_io::FileInput>,
+    dir: &Path,
+    report: &mut dyn FnMut(&str),
+) -> Result<(), JobError> {
+    let dir_name = dir.display();
+    match (identity, file) {
+        (InputIdentity::File(was), Some(f)) => {
+            let other = |why: String| {
+                JobError::new(JobErrorKind::OtherInput { dir: dir.to_owned(), file: f.path().to_owned(), why })
+            };
+            match f.sample(was.bytes) {
+                Some(Ok(now)) if now == *was => Ok(()),
+                Some(Ok(_)) if was.bytes <= 2 * cep_io::input::SAMPLE_SPAN => {
+                    Err(other(format!("its first {} bytes differ from those the checkpoint read", was.bytes)))
+                }
+                Some(Ok(_)) => Err(other(format!(
+                    "its first {} KiB or the {} KiB before byte {} (where the checkpoint stood) differ from those \
+                     the checkpoint read",
+                    cep_io::input::SAMPLE_SPAN >> 10,
+                    cep_io::input::SAMPLE_SPAN >> 10,
+                    was.bytes
+                ))),
+                Some(Err(e)) if e.kind() == std::io::ErrorKind::UnexpectedEof => {
+                    Err(other(format!("it is shorter than the {} bytes the checkpoint read", was.bytes)))
+                }
+                Some(Err(error)) => Err(JobError::new(JobErrorKind::Reopen { file: f.path().to_owned(), error })),
+                None => Ok(()),
+            }
+        }
+        (InputIdentity::File(_), None) => {
+            report(&format!(
+                "warning: the checkpoint in {dir_name} was taken on a file, and this input is a stream: only its \
+                 columns can be checked against it\n"
+            ));
+            Ok(())
+        }
+        (InputIdentity::Unidentified, Some(f)) => {
+            report(&format!(
+                "warning: the checkpoint in {dir_name} was taken on a stream: only the columns of {} can be \
+                 checked against it\n",
+                f.path()
+            ));
+            Ok(())
+        }
+        (InputIdentity::NotRecorded, _) => {
+            report(&format!(
+                "warning: the checkpoint in {dir_name} was written by an earlier cep, which did not record its \
+                 input: only the input's columns are checked against it\n"
+            ));
+            Ok(())
+        }
+        (InputIdentity::Unidentified, None) => Ok(()),
     }
 }

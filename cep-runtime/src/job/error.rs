@@ -103,6 +103,16 @@ pub enum JobErrorKind {
         /// This job's shards.
         shards: usize,
     },
+    /// The newest checkpoint was taken on another input: a file whose
+    /// first bytes, up to where the checkpoint stood, are not those it read.
+    OtherInput {
+        /// The checkpoint directory.
+        dir: PathBuf,
+        /// This job's input.
+        file: String,
+        /// What differs.
+        why: String,
+    },
     /// The checkpoint's state cannot be restored into this job.
     Restore {
         /// The directory.
@@ -137,6 +147,7 @@ impl JobError {
             | Alerts { .. }
             | Late { .. }
             | Mismatch { .. }
+            | OtherInput { .. }
             | Restore { .. }
             | StateLimit { .. } => true,
             // The binary has always said a reader's errors are the input's.
@@ -181,6 +192,11 @@ impl fmt::Display for JobError {
             Mismatch { dir, taken_with: None, .. } => write!(
                 f,
                 "the checkpoint in {} was taken with other queries, alerts, options or input columns",
+                dir.display()
+            ),
+            OtherInput { dir, file, why } => write!(
+                f,
+                "the checkpoint in {} was taken on another input: {file}: {why}; run without --resume to start afresh",
                 dir.display()
             ),
             Restore { dir, message } => write!(f, "cannot resume from {}: {message}", dir.display()),

@@ -79,6 +79,7 @@ mod drive;
 mod driver;
 mod error;
 mod spec;
+mod tally;
 
 use std::io::BufWriter;
 use std::sync::Arc;
@@ -92,13 +93,15 @@ use cep_time::LatePolicy;
 pub use drive::Progress;
 pub use error::{JobError, JobErrorKind};
 pub use spec::{CheckpointSpec, DEFAULT_CHECKPOINT_EVERY, JobSpec, MAX_THREADS, QueryText, Split};
+pub use tally::OutputFailed;
 
 pub(crate) use assemble::Sharing;
 pub(crate) use driver::Driver;
 
-use self::checkpoints::Checkpoints;
+use self::checkpoints::{Checkpoints, Identify};
 use self::cost::Costs;
 use self::drive::{Ended, IdleClock, Loop, Options, write_failed};
+use self::tally::Tally;
 use crate::checkpoint;
 use crate::{JsonLines, MASK_QUERIES, QueryInfo, Runner, RunnerStats, Summary};
 
@@ -227,6 +230,8 @@ pub struct Job {
     pub(crate) budget: Option<Arc<StateBudget>>,
     skipped: u64,
     rows: u64,
+    /// What the last run wrote, when writing its output failed.
+    output_failed: Option<OutputFailed>,
 }
 
 impl Job {
@@ -358,6 +363,13 @@ impl Job {
             if c.resume {
                 let taken_with = |f: u64| (1..=MAX_THREADS).find(|&n| spec.fingerprint(n, &field_names) == f);
                 resumed = checkpoints::resume_from(&c.dir, (fingerprint, shard_count), taken_with, report)?;
+                if let Some(r) = &resumed {
+                    let file = match &input.source {
+                        Source::File(f) if !streaming => Some(&**f),
+                        _ => None,
+                    };
+                    checkpoints::check_input(&r.identity, file, &c.dir, report)?;
+                }
             } else {
                 // A fresh run: an earlier run's checkpoints must not be resumed.
                 checkpoint::clear(&c.dir).map_err(|error| {
@@ -406,6 +418,13 @@ impl Job {
         let driver =
             assemble::driver(&spec, input.schema_mut(), first, sharing, field_names, restore, budget.as_ref())?;
 
+        // Past the rows read ahead (and where a resumed file was reopened).
+        let identify = match &input.source {
+            Source::File(f) if !streaming => {
+                Identify::File { path: f.path().into(), floor: f.reader().position().byte }
+            }
+            _ => Identify::Unidentified,
+        };
         let checkpoints = match &spec.checkpoint {
             Some(c) => Checkpoints {
                 dir: Some(c.dir.clone()),
@@ -413,6 +432,7 @@ impl Job {
                 next_at: position + c.every,
                 fingerprint,
                 skip_below: position,
+                identify,
             },
             None => Checkpoints::off(),
         };
@@ -432,6 +452,7 @@ impl Job {
             budget,
             skipped,
             rows: 0,
+            output_failed: None,
         })
     }
 
@@ -447,7 +468,10 @@ impl Job {
         out: W,
         progress: Option<&mut dyn Progress>,
     ) -> Result<RunEnd, JobError> {
-        let mut sink = JsonLines::new(BufWriter::with_capacity(1 << 16, out));
+        // The lines that reach `out` are counted: after a write error they
+        // are what the summary reports (see `output_failed`).
+        let tally = Tally::new(out, self.driver.queries());
+        let mut sink = JsonLines::new(BufWriter::with_capacity(1 << 16, tally));
         let JobInput { source, read_ahead } = input;
         let mut opts = self.opts;
         let mut file_input;
@@ -519,6 +543,10 @@ impl Job {
             let _ = self.driver.stop(&mut sink);
         }
         let flushed = sink.flush().map_err(write_failed);
+        // Without a last flush: after a write error, lines still buffered
+        // are not written (and not counted) by a retry when dropped.
+        let (tally, _) = sink.into_unflushed().into_parts();
+        self.output_failed = tally.failed();
         let ended = result?;
         flushed?;
         Ok(match ended {
@@ -577,6 +605,14 @@ impl Job {
     /// to the one that stopped it.
     pub fn rows_read(&self) -> u64 {
         self.rows
+    }
+
+    /// When writing the output failed in the last [`run`](Self::run): the
+    /// error, and the matches and level alerts whose lines were written
+    /// whole before it ([`summary`](Self::summary) counts what the engines
+    /// found, some of which never reached the output).
+    pub fn output_failed(&self) -> Option<&OutputFailed> {
+        self.output_failed.as_ref()
     }
 
     /// Bad rows skipped (with a resumed job's before it).

@@ -17,7 +17,12 @@ pub(crate) fn open_csv<R: BufRead>(
         }
         let cells: Vec<&[u8]> = cells.iter().map(|&(a, b)| &bytes[a..b]).collect();
         header_columns(&cells, line, schema)
-    })?;
+    });
+    let header = match header {
+        Ok(h) => h,
+        Err(RecordError::Fatal(line, message)) => return Err((line, message)),
+        Err(RecordError::TooLong(line)) => return Err((line, too_long_message(max_line))),
+    };
     let Some(columns) = header else {
         return Err((1, "empty input: expected a CSV header with a `ts` column".to_owned()));
     };

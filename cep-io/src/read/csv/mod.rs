@@ -66,7 +66,14 @@ impl<R: BufRead> CsvState<R> {
                 Ok(Some(Some(filled))) => return filled.map(|()| true),
                 Ok(Some(None)) => {}
                 Ok(None) => return Ok(false),
-                Err((line, message)) => return Err(RawError { line, row: None, message }),
+                Err(RecordError::Fatal(line, message)) => return Err(RawError { line, row: None, message }),
+                // A bad row: the line was skipped, and reading goes on.
+                Err(RecordError::TooLong(line)) => {
+                    let row = *rows;
+                    *rows += 1;
+                    let message = too_long_message(self.records.max_line());
+                    return Err(RawError { line, row: Some(row), message });
+                }
             }
         }
     }

@@ -18,9 +18,13 @@
 //! (Reading every record through the `csv` crate took about a quarter of
 //! `cep run`'s time per W1 row.)
 //!
-//! A physical line longer than the limit is a fatal error: the records
-//! before it are read, then reading fails with its line number (a CSV
-//! parser cannot resynchronise inside a record, so the rest is lost).
+//! A physical line longer than the limit is skipped to its end without
+//! being buffered, and reported ([`RecordError::TooLong`]); reading goes on
+//! with the next line as the start of a record (the reader makes it a bad
+//! row). Inside a quoted field that spans lines this resynchronises at a
+//! newline that may be inside the field: the lines after it up to the
+//! field's end are then read as records of their own (most of them bad
+//! rows), not silently lost.
 //!
 //! A quoted cell still open at the end of the input (a quote never closed)
 //! ends the last record there, as in the `csv` crate, but that record is
@@ -28,8 +32,6 @@
 //! would silently swallow every line after the quote.
 
 use std::io::{self, BufRead};
-
-use crate::read::error::too_long_message;
 
 /// Reads CSV records from `R` (see the [module](self) docs).
 pub(crate) struct CsvRecords<R> {
@@ -63,6 +65,23 @@ pub(crate) struct CsvRecords<R> {
 
 /// A fatal error: the line it is on, and its message.
 pub(crate) type Fatal = (u64, String);
+
+/// Why [`CsvRecords::next`] read no record.
+#[derive(Debug, PartialEq, Eq)]
+pub(crate) enum RecordError {
+    /// Reading cannot go on: the line, and the message.
+    Fatal(u64, String),
+    /// A physical line, on this line, longer than the limit: it was skipped
+    /// to its end; reading goes on with the next line, as the start of a
+    /// record.
+    TooLong(u64),
+}
+
+impl From<Fatal> for RecordError {
+    fn from((line, message): Fatal) -> RecordError {
+        RecordError::Fatal(line, message)
+    }
+}
 
 impl<R: BufRead> CsvRecords<R> {
     /// Reads `src`, whose first byte is byte `byte` of the input and which
@@ -138,7 +157,7 @@ impl<R: BufRead> CsvRecords<R> {
     pub(crate) fn next<T>(
         &mut self,
         visit: impl FnOnce(&[u8], &[(usize, usize)], u64, bool) -> T,
-    ) -> Result<Option<T>, Fatal> {
+    ) -> Result<Option<T>, RecordError> {
         loop {
             if let Some(e) = self.pending.take() {
                 read_error(e, self.lines + 1)?;
@@ -174,7 +193,7 @@ impl<R: BufRead> CsvRecords<R> {
     fn next_general<T>(
         &mut self,
         visit: impl FnOnce(&[u8], &[(usize, usize)], u64, bool) -> T,
-    ) -> Result<Option<T>, Fatal> {
+    ) -> Result<Option<T>, RecordError> {
         let line = self.lines + 1;
         let (mut out, mut ends) = (0, 0);
         // At the end of the input: whether the parser was handed the
@@ -190,7 +209,7 @@ impl<R: BufRead> CsvRecords<R> {
             if allowed == 0
                 && let Some(at) = too_long
             {
-                return Err((at, too_long_message(self.max_line)));
+                return self.skip_long_line(at);
             }
             // At the end of the input `csv_core` ends the record whatever
             // its state, and does not say whether a quoted field was open
@@ -226,7 +245,7 @@ impl<R: BufRead> CsvRecords<R> {
             match result {
                 csv_core::ReadRecordResult::InputEmpty => {
                     if let Some(at) = too_long {
-                        return Err((at, too_long_message(self.max_line)));
+                        return self.skip_long_line(at);
                     }
                 }
                 csv_core::ReadRecordResult::OutputFull => {
@@ -258,6 +277,39 @@ impl<R: BufRead> CsvRecords<R> {
                 csv_core::ReadRecordResult::End => return Ok(None),
             }
         }
+    }
+}
+
+impl<R: BufRead> CsvRecords<R> {
+    /// Skips the rest of the physical line `at`, found longer than the
+    /// limit, up to and including its newline (without buffering it), and
+    /// leaves the parser at the start of a record.
+    #[cold]
+    fn skip_long_line<T>(&mut self, at: u64) -> Result<Option<T>, RecordError> {
+        loop {
+            let Some(buf) = filled(&mut self.src, at)? else { continue };
+            if buf.is_empty() {
+                break;
+            }
+            match memchr::memchr(b'\n', buf) {
+                Some(end) => {
+                    self.src.consume(end + 1);
+                    self.byte += end as u64 + 1;
+                    self.lines += 1;
+                    break;
+                }
+                None => {
+                    let n = buf.len();
+                    self.src.consume(n);
+                    self.byte += n as u64;
+                }
+            }
+        }
+        self.line_len = 0;
+        if let Some(core) = &mut self.core {
+            core.reset();
+        }
+        Err(RecordError::TooLong(at))
     }
 }
 
@@ -395,7 +447,7 @@ mod tests {
     /// A record's line, cells and the offset after it.
     type Record = (u64, Vec<Vec<u8>>, u64);
 
-    fn records(text: &[u8], capacity: usize, max_line: usize) -> Vec<Result<Record, Fatal>> {
+    fn records(text: &[u8], capacity: usize, max_line: usize) -> Vec<Result<Record, RecordError>> {
         let src = io::BufReader::with_capacity(capacity, text);
         let mut r = CsvRecords::new(src, 0, 0, max_line);
         let mut out = Vec::new();
@@ -403,6 +455,8 @@ mod tests {
             match r.next(|bytes, cells, line, _| (line, cells.iter().map(|&(a, b)| bytes[a..b].to_vec()).collect())) {
                 Ok(Some((line, cells))) => out.push(Ok((line, cells, r.byte()))),
                 Ok(None) => return out,
+                // Reading goes on after a line too long.
+                Err(e @ RecordError::TooLong(_)) => out.push(Err(e)),
                 Err(e) => {
                     out.push(Err(e));
                     return out;
@@ -528,18 +582,22 @@ mod tests {
     }
 
     #[test]
-    fn a_line_over_the_limit_stops_reading_after_the_records_before_it() {
+    fn a_line_over_the_limit_is_skipped_and_reading_goes_on() {
         let text = b"a,b\n12345678,9\nc,d\n";
+        let cells = |c: &[&str]| c.iter().map(|s| s.as_bytes().to_vec()).collect::<Vec<_>>();
         for capacity in [1, 4, 64] {
             let got = records(text, capacity, 8);
-            assert_eq!(got.len(), 2, "{got:?}");
-            assert_eq!(got[1], Err((2, too_long_message(8))));
+            let want = [Ok((1, cells(&["a", "b"]), 4)), Err(RecordError::TooLong(2)), Ok((3, cells(&["c", "d"]), 19))];
+            assert_eq!(got, want, "capacity {capacity}");
         }
         // Exactly at the limit is allowed, on either path.
         assert_eq!(records(b"1234,678\n\"1\",45678\n", 64, 8).len(), 2);
-        // A quoted record whose second line is too long.
-        let got = records(b"\"a\n123456789\"\n", 64, 8);
-        assert_eq!(got, [Err((2, too_long_message(8)))]);
+        // A quoted record whose second line is too long: skipped to that
+        // line's end, then the next line is a record.
+        let got = records(b"\"a\n123456789\"\nx,y\n", 64, 8);
+        assert_eq!(got, [Err(RecordError::TooLong(2)), Ok((3, cells(&["x", "y"]), 18))]);
+        // A last line too long, without a newline.
+        assert_eq!(records(b"a\n123456789", 4, 8), [Ok((1, cells(&["a"]), 2)), Err(RecordError::TooLong(2))]);
     }
 
     #[test]

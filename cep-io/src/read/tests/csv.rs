@@ -643,16 +643,19 @@ fn ten_megabyte_json_line() {
 }
 
 #[test]
-fn csv_line_over_the_limit_is_fatal() {
+fn csv_line_over_the_limit_is_a_bad_row() {
     let text = format!("ts,s\n1,{}\n2,{}\n3,c\n", "a".repeat(50), "b".repeat(101));
     let mut r = Reader::with_max_line(text.as_bytes(), "t.csv", Format::Csv, 100).unwrap();
     let v = all(&mut r);
-    assert_eq!(v.len(), 2);
+    assert_eq!(v.len(), 3);
     let e = v[1].as_ref().unwrap_err();
-    assert_eq!(e.kind, ReadErrorKind::Fatal);
+    assert_eq!(e.kind, ReadErrorKind::BadRow);
+    assert_eq!(e.row, Some(1));
     assert_eq!(e.to_string(), "t.csv:3: line longer than 100 bytes");
-    // A fatal error sticks.
-    assert_eq!(r.next_event(&mut Event::default()).unwrap_err(), *e);
+    // Reading goes on with the next line: row 2, on line 4.
+    let last = v[2].as_ref().unwrap();
+    assert_eq!((last.row, last.ts), (2, 3));
+    assert_eq!(r.last_line(), 4);
 }
 
 #[test]
@@ -670,15 +673,18 @@ fn csv_rows_before_a_long_line_are_read() {
 }
 
 #[test]
-fn csv_line_over_64_mib_is_fatal() {
+fn csv_line_over_64_mib_is_a_bad_row() {
     let head = b"ts,s\n1,a\n2,".to_vec();
     let src =
         io::BufReader::new(head.as_slice().chain(io::repeat(b'z').take(MAX_LINE_LEN as u64)).chain(&b"\n3,c\n"[..]));
     let mut r = Reader::new(src, "big.csv", Format::Csv).unwrap();
     let v = all(&mut r);
-    assert_eq!(v.len(), 2);
+    assert_eq!(v.len(), 3);
     assert!(v[0].is_ok());
-    assert_eq!(v[1].as_ref().unwrap_err().to_string(), "big.csv:3: line longer than 64 MiB");
+    let e = v[1].as_ref().unwrap_err();
+    assert_eq!(e.to_string(), "big.csv:3: line longer than 64 MiB");
+    assert!(e.is_bad_row());
+    assert_eq!(v[2].as_ref().unwrap().ts, 3);
 }
 
 #[test]
