@@ -181,6 +181,7 @@ pub fn run(args: RunArgs) -> Result<(), Failure> {
     let limit = if input.is_stream() { 0 } else { SCHEMA_PREFIX };
     let ahead = input.read_ahead(limit, skip_bad);
     let queries = args.query.as_deref().map(read_query).transpose()?.into_iter().collect();
+    let spec_late = late.clone();
     let spec = JobSpec {
         queries,
         alerts: alerts.unwrap_or_default(),
@@ -231,6 +232,15 @@ pub fn run(args: RunArgs) -> Result<(), Failure> {
         summary.matches.clone_from(&f.matches);
         summary.fires = f.fires;
         ending = if f.error == io::ErrorKind::BrokenPipe { ", output closed" } else { ", output failed" };
+    }
+    if summary.late > 0 && matches!(spec_late, LatePolicy::Drop) {
+        eprintln!(
+            "warning: {} late event{} dropped: behind the watermark (the largest ts seen{}); \
+             --max-delay allows more disorder, --late side:FILE keeps them",
+            summary.late,
+            if summary.late == 1 { "" } else { "s" },
+            if delay > 0 { " minus --max-delay" } else { "" },
+        );
     }
     let counts = Counts { rows: job.rows_read(), skipped: job.skipped(), dropped: job.dropped() };
     print_summary(counts, &summary, job.queries(), args.levels.is_some(), ending);

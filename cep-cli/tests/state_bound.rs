@@ -131,3 +131,22 @@ fn check_warns_about_a_query_no_window_bounds() {
     let o = Output::of(Command::new(CEP).args(["check", "--query", &bounded]).output().unwrap(), "check");
     assert!(!o.stderr.contains("warning"), "{}", o.stderr);
 }
+
+#[test]
+fn dropped_late_events_are_counted_and_warned_once() {
+    let dir = Scratch::new("state_bound", "late");
+    let events = dir.write("late.csv", "ts,type\n10,A\n5,A\n6,B\n20,B\n");
+    let query = dir.write("q.cep", "PATTERN SEQ(A a, B b)");
+    for threads in ["1", "2"] {
+        let o = Output::of(
+            Command::new(CEP)
+                .args(["run", "--query", &query, "--events", &events, "--threads", threads])
+                .output()
+                .unwrap(),
+            threads,
+        );
+        assert_eq!(o.code, Some(0), "{o:#?}");
+        assert!(o.stderr.contains("summary: 4 rows read, 0 skipped, 2 late, 1 match"), "{}", o.stderr);
+        assert_eq!(o.stderr.matches("warning: 2 late events dropped").count(), 1, "{}", o.stderr);
+    }
+}
