@@ -226,10 +226,28 @@ fn idle_timeout_on_a_paused_producer() {
 fn out_of_order() {
     let base = ["run", "--query", "docs/tutorial/spike_by_sym.cep", "--events", "docs/tutorial/ticks_ooo.csv"];
     let o = cep(&base);
-    assert_shown(&o, 0, &OOO[..2], &["summary: 9 rows read, 0 skipped, 3 late, 2 matches (spike 2)"]);
+    assert_shown(
+        &o,
+        0,
+        &OOO[..2],
+        &[
+            "warning: 3 late events dropped: behind the watermark (the largest ts seen); --max-delay allows more \
+             disorder, --late side:FILE keeps them",
+            "summary: 9 rows read, 0 skipped, 3 late, 2 matches (spike 2)",
+        ],
+    );
 
     let delayed = [&base[..], &["--max-delay", "1s"]].concat();
-    assert_shown(&cep(&delayed), 0, &OOO, &[OOO_SUMMARY]);
+    assert_shown(
+        &cep(&delayed),
+        0,
+        &OOO,
+        &[
+            "warning: 1 late event dropped: behind the watermark (the largest ts seen minus --max-delay); \
+             --max-delay allows more disorder, --late side:FILE keeps them",
+            OOO_SUMMARY,
+        ],
+    );
 
     let dir = Scratch::new("tutorial", "late");
     let side = format!("side:{}", dir.join("late.jsonl").display());
