@@ -21,6 +21,7 @@
 //! overflow the stack.
 
 use ahash::AHashMap;
+use cep_core::EventObject;
 use slab::Slab;
 
 /// Index of a node; [`NIL`] is "no node".
@@ -65,6 +66,10 @@ pub struct Node {
 #[derive(Debug, Default)]
 pub struct Buffer {
     nodes: Slab<Node>,
+    /// The event objects of nodes that keep one (bindings of a variable an
+    /// `EMIT x.*` item names), indexed by node id; empty for every other
+    /// query, which then pays one failed bounds check per node freed.
+    objects: Vec<Option<EventObject>>,
 }
 
 impl Buffer {
@@ -76,6 +81,43 @@ impl Buffer {
         }
         let id = self.nodes.insert(Node { row, pos, parent, refs: 1, elem });
         NodeId::try_from(id).expect("more than 4 billion live buffer nodes")
+    }
+
+    /// Keeps `object` beside node `id` (freed with it): the event `x.*`
+    /// shows of a binding of `x`.
+    pub fn set_object(&mut self, id: NodeId, object: EventObject) {
+        let i = id as usize;
+        if self.objects.len() <= i {
+            self.objects.resize_with(i + 1, || None);
+        }
+        self.objects[i] = Some(object);
+    }
+
+    /// The object kept beside node `id`, if any.
+    pub fn object(&self, id: NodeId) -> Option<&EventObject> {
+        self.objects.get(id as usize)?.as_ref()
+    }
+
+    /// Appends to `out` (not cleared) the objects of the nodes of element
+    /// `elem` on the path from the first binding to `id`, in binding order.
+    pub fn objects_of(&self, id: NodeId, elem: u16, out: &mut Vec<EventObject>) {
+        let from = out.len();
+        let mut cur = id;
+        while cur != NIL {
+            let n = &self.nodes[cur as usize];
+            if n.elem == elem
+                && let Some(o) = self.object(cur)
+            {
+                out.push(o.clone());
+            }
+            cur = n.parent;
+        }
+        out[from..].reverse();
+    }
+
+    /// The kept objects with their node ids, for a snapshot.
+    pub(crate) fn saved_objects(&self) -> Vec<(u32, EventObject)> {
+        self.objects.iter().enumerate().filter_map(|(i, o)| Some((i as u32, o.clone()?))).collect()
     }
 
     /// The live nodes with their ids, for a snapshot.
@@ -128,7 +170,7 @@ impl Buffer {
                 state[id as usize] = 2;
             }
         }
-        Ok((Buffer { nodes: slab }, ids))
+        Ok((Buffer { nodes: slab, objects: Vec::new() }, ids))
     }
 
     /// Sets each node's reference count to the number of its children and
@@ -170,6 +212,9 @@ impl Buffer {
             }
             let parent = node.parent;
             self.nodes.remove(id as usize);
+            if let Some(o) = self.objects.get_mut(id as usize) {
+                *o = None;
+            }
             id = parent;
         }
     }

@@ -175,6 +175,7 @@ impl Parser {
             partition: None,
             select: None,
             skip: None,
+            emit: Vec::new(),
             span: start,
         };
         if self.eat_kw("WHERE") {
@@ -208,8 +209,38 @@ impl Parser {
             let skip = self.skip()?;
             st.skip = Some((skip, s.to(self.tokens[self.pos - 1].span)));
         }
+        if self.eat_kw("EMIT") {
+            st.emit.push(self.emit_item()?);
+            while self.eat_punct(",") {
+                st.emit.push(self.emit_item()?);
+            }
+        }
         st.span = start.to(self.tokens[self.pos.saturating_sub(1)].span);
         Ok(st)
+    }
+
+    /// `expr [AS name]` or `var.*`.
+    fn emit_item(&mut self) -> PResult<EmitItem> {
+        let first = self.peek().span;
+        if matches!(self.peek().tok, Tok::Ident(_))
+            && matches!(self.peek_at(1).tok, Tok::Punct("."))
+            && matches!(self.peek_at(2).tok, Tok::Punct("*"))
+        {
+            let var = self.name("a variable")?;
+            self.bump();
+            let star = self.bump().span;
+            if self.is_kw("AS") {
+                return Err(Diagnostic::error(self.peek().span, format!("`{}.*` takes no `AS`", var.name))
+                    .with_note(format!("its values are named by its variable: `{}`", var.name)));
+            }
+            return Ok(EmitItem { kind: EmitKind::Event(var), alias: None, span: first.to(star) });
+        }
+        let e = self.expr(0)?;
+        // From the first token to the last one taken: the expression's own
+        // span leaves out outer parentheses.
+        let span = first.to(self.tokens[self.pos - 1].span);
+        let alias = if self.eat_kw("AS") { Some(self.ident("a name for the item")?) } else { None };
+        Ok(EmitItem { kind: EmitKind::Expr(e), alias, span })
     }
 
     fn skip(&mut self) -> PResult<Skip> {

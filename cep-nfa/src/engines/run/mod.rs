@@ -70,7 +70,7 @@ use history::{FramePlan, HistoryShape, Prev1};
 use kind_cache::{KIND_WAYS, KindAnswer, NO_ANSWER};
 use negation::NegLog;
 use partitions::{Hot, Partition, may_give_up};
-use runs::{Run, RunSet};
+use runs::{Finals, Run, RunSet};
 use step::completions_ok;
 use timers::Armed;
 
@@ -141,7 +141,7 @@ pub struct Engine<E> {
     extra: RunSet,
     done: Vec<Done>,
     path: Vec<Node>,
-    done_runs: Vec<Run>,
+    done_runs: Finals,
     deferred_mask: u64,
     /// Most runs per partition (`usize::MAX`: no cap).
     max_runs: usize,
@@ -215,7 +215,7 @@ impl<E: StreamEvent> Engine<E> {
             extra: RunSet::new(stride),
             done: Vec::new(),
             path: Vec::new(),
-            done_runs: Vec::new(),
+            done_runs: Finals::new(if prog.emit.is_empty() { 0 } else { stride }),
             deferred_mask,
             max_runs: usize::MAX,
             plan: FramePlan::of(&prog),
@@ -446,8 +446,8 @@ impl<E: StreamEvent> Engine<E> {
             let part = &mut self.parts[pid];
             part.runs.clear(&mut self.buffer);
             let pending = std::mem::replace(&mut part.pending, RunSet::new(self.prog.regs));
-            for r in pending.runs {
-                self.queue_done(pid as u32, &r);
+            for (i, r) in pending.runs.iter().enumerate() {
+                self.queue_done(pid as u32, r, pending.regs(i));
             }
             self.parts[pid].log = NegLog::default();
             self.hot[pid].live = 0;
