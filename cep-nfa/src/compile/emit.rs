@@ -34,11 +34,10 @@ impl StatementCompiler<'_> {
                 (None, EmitKind::Expr(_)) => self.written(item.span),
             };
             let name_span = item.alias.as_ref().map_or(item.span, |a| a.span);
-            if let Some(first) = names.get(&name) {
-                let line = first.start;
+            if names.contains_key(&name) {
                 self.diags.push(
                     Diagnostic::error(name_span, format!("two EMIT items are named `{name}`"))
-                        .with_note(format!("the first is at byte {line}; give one of them another name with `AS`")),
+                        .with_note("an item without `AS` is named by its text; give one of them a name with `AS`"),
                 );
             } else {
                 names.insert(name.clone(), name_span);
