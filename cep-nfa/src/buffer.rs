@@ -70,6 +70,9 @@ pub struct Buffer {
     /// `EMIT x.*` item names), indexed by node id; empty for every other
     /// query, which then pays one failed bounds check per node freed.
     objects: Vec<Option<EventObject>>,
+    /// The bytes the kept objects hold (for the engine's state measure,
+    /// which `--max-state` bounds).
+    object_bytes: usize,
 }
 
 impl Buffer {
@@ -90,7 +93,16 @@ impl Buffer {
         if self.objects.len() <= i {
             self.objects.resize_with(i + 1, || None);
         }
-        self.objects[i] = Some(object);
+        self.object_bytes += object_size(&object);
+        if let Some(old) = self.objects[i].replace(object) {
+            self.object_bytes -= object_size(&old);
+        }
+    }
+
+    /// The bytes the objects kept beside nodes hold (0 for a query without
+    /// an `EMIT x.*` item).
+    pub fn object_bytes(&self) -> usize {
+        self.object_bytes
     }
 
     /// The object kept beside node `id`, if any.
@@ -170,7 +182,7 @@ impl Buffer {
                 state[id as usize] = 2;
             }
         }
-        Ok((Buffer { nodes: slab, objects: Vec::new() }, ids))
+        Ok((Buffer { nodes: slab, objects: Vec::new(), object_bytes: 0 }, ids))
     }
 
     /// Sets each node's reference count to the number of its children and
@@ -212,8 +224,8 @@ impl Buffer {
             }
             let parent = node.parent;
             self.nodes.remove(id as usize);
-            if let Some(o) = self.objects.get_mut(id as usize) {
-                *o = None;
+            if let Some(Some(o)) = self.objects.get_mut(id as usize).map(Option::take) {
+                self.object_bytes -= object_size(&o);
             }
             id = parent;
         }
@@ -251,6 +263,11 @@ impl Buffer {
     pub const NODE_BYTES: usize = std::mem::size_of::<Node>();
 }
 
+/// The memory an event object holds: itself and its fields.
+fn object_size(o: &EventObject) -> usize {
+    std::mem::size_of::<EventObject>() + o.fields.capacity() * std::mem::size_of::<(cep_core::Sym, cep_core::Value)>()
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -282,6 +299,34 @@ mod tests {
         assert_eq!(err(vec![(1, node(NIL, 0)), (2, node(NIL, 0))], &[0]), "buffer node 1 that nothing refers to");
         assert_eq!(err(vec![(1, node(NIL, 2))], &[0]), "buffer node of row 0 at an element the query lacks");
         assert_eq!(err(vec![(1, node(NIL, 0)), (1, node(NIL, 0))], &[0]), "buffer node 1 twice");
+    }
+
+    /// Objects kept beside nodes go with them, and their bytes with them.
+    #[test]
+    fn objects_are_freed_with_their_nodes() {
+        use cep_core::{Sym, Value};
+        let mut b = Buffer::default();
+        let object = |ts| EventObject { ty: Sym::new("A"), ts, fields: vec![(Sym::new("x"), Value::Int(ts))] };
+        let root = b.push(NIL, 0, 0, 0);
+        b.set_object(root, object(0));
+        let child = b.push(root, 0, 1, 1);
+        b.set_object(child, object(1));
+        let other = b.push(root, 1, 2, 2);
+        b.release(root);
+        assert!(b.object_bytes() > 0);
+        let mut out = Vec::new();
+        b.objects_of(child, 0, &mut out);
+        assert_eq!(out.iter().map(|o| o.ts).collect::<Vec<_>>(), [0, 1]);
+        out.clear();
+        b.objects_of(other, 0, &mut out);
+        assert_eq!(out.iter().map(|o| o.ts).collect::<Vec<_>>(), [0]);
+        b.release(child);
+        assert!(b.object(child).is_none());
+        b.release(other);
+        assert_eq!((b.len(), b.object_bytes()), (0, 0));
+        // A node reusing a freed slot has no object of its predecessor.
+        let again = b.push(NIL, 0, 5, 5);
+        assert!(b.object(again).is_none());
     }
 
     #[test]

@@ -838,6 +838,25 @@ mod tests {
     }
 
     #[test]
+    fn emit_items() {
+        let src = "PATTERN SEQ(A a, B+ b[]) AFTER MATCH SKIP PAST LAST EVENT \
+                   EMIT a.x AS entry, (max( b.y ) + 1), b.*, count(b);";
+        let st = one(src);
+        assert_eq!(st.emit.len(), 4);
+        let text = |sp: Span| &src[sp.start as usize..sp.end as usize];
+        assert_eq!(st.emit[0].alias.as_ref().unwrap().name, "entry");
+        assert_eq!(text(st.emit[0].span), "a.x");
+        assert_eq!(text(st.emit[1].span), "(max( b.y ) + 1)", "outer parentheses are part of the item");
+        assert!(matches!(&st.emit[2].kind, EmitKind::Event(v) if v.name == "b"));
+        assert_eq!(text(st.emit[3].span), "count(b)");
+        // EMIT may follow any clause, or none.
+        assert_eq!(one("PATTERN A a WHERE a.x > 1 EMIT a.x").emit.len(), 1);
+        assert_eq!(one("PATTERN A a WITHIN 5 PARTITION BY k SELECT EARLIEST EMIT a.*").emit.len(), 1);
+        assert!(parse("PATTERN A a EMIT").is_err());
+        assert!(parse("PATTERN A a EMIT a.x,").is_err());
+    }
+
+    #[test]
     fn chained_comparison_rejected() {
         assert!(parse("PATTERN A a WHERE 1 < a.x < 3").is_err());
     }

@@ -309,7 +309,7 @@ impl<E: StreamEvent> Engine<E> {
         s.nodes = self.buffer.len();
         s.partitions = self.idle.in_use(self.parts.len());
         let per_run = std::mem::size_of::<Run>() + self.prog.regs * std::mem::size_of::<Value>();
-        s.state_bytes = (s.runs + s.pending) * per_run + s.nodes * Buffer::NODE_BYTES;
+        s.state_bytes = (s.runs + s.pending) * per_run + s.nodes * Buffer::NODE_BYTES + self.buffer.object_bytes();
         s
     }
 
