@@ -88,6 +88,22 @@ impl Buffer {
 
     /// Keeps `object` beside node `id` (freed with it): the event `x.*`
     /// shows of a binding of `x`.
+    ///
+    /// # Examples
+    /// ```
+    /// use cep_core::{EventObject, Sym};
+    /// use cep_nfa::buffer::{Buffer, NIL};
+    /// let mut b = Buffer::default();
+    /// let first = b.push(NIL, 0, 10, 0);
+    /// b.set_object(first, EventObject { ty: Sym::new("A"), ts: 5, fields: vec![] });
+    /// let second = b.push(first, 1, 11, 1); // element 1 keeps no object
+    /// let mut objects = Vec::new();
+    /// b.objects_of(second, 0, &mut objects);
+    /// assert_eq!(objects[0].ts, 5);
+    /// b.release(first);
+    /// b.release(second);
+    /// assert_eq!(b.object_bytes(), 0);
+    /// ```
     pub fn set_object(&mut self, id: NodeId, object: EventObject) {
         let i = id as usize;
         if self.objects.len() <= i {
