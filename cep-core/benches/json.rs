@@ -20,6 +20,7 @@ fn sample() -> Match {
         end: 67_802,
         rows: vec![1_187_100, 2_890_100],
         ends: vec![1, 2],
+        emit: Vec::new(),
     }
 }
 

@@ -2,6 +2,7 @@
 
 pub mod budget;
 pub mod cell;
+pub mod emit;
 pub mod event;
 pub mod json;
 pub mod keys;
@@ -10,6 +11,7 @@ pub mod schema;
 pub mod time;
 pub mod value;
 
+pub use emit::{EmitValue, EventObject};
 pub use event::{DEFAULT_TYPE, Event, FlatCursor, FlatEvents};
 pub use matches::{Match, MatchId, cmp_rows_by_var, match_id};
 pub use schema::{FieldId, KindSet, Schema, TypeInfo};

@@ -17,7 +17,7 @@
 
 use std::fmt;
 
-use crate::{Timestamp, Value, json};
+use crate::{EmitValue, Timestamp, Value, json};
 
 /// One match: the rows bound to each positive variable.
 #[derive(Clone, Debug, PartialEq)]
@@ -34,6 +34,10 @@ pub struct Match {
     pub rows: Vec<u64>,
     /// `rows[ends[i-1]..ends[i]]` are variable `i`'s rows.
     pub ends: Vec<u32>,
+    /// The values of the query's `EMIT` items, in item order; empty when
+    /// the query has none (an empty vector allocates nothing, and engines
+    /// reuse a recycled match's vector). Not part of the [`id`](Self::id).
+    pub emit: Vec<EmitValue>,
 }
 
 impl Match {
@@ -59,19 +63,48 @@ impl Match {
     }
 
     /// Appends the match as one JSON line (without the newline) as
-    /// LANGUAGE.md §5 specifies.
+    /// LANGUAGE.md §5 specifies, for a query without `EMIT` items (a match
+    /// that carries values has them written under the names `e1`, `e2`, …;
+    /// use [`write_json_emit`](Self::write_json_emit) to name them).
     ///
     /// # Examples
     /// ```
     /// use cep_core::{Match, Value};
     /// let m = Match { query: 0, key: Value::Int(7), start: 1000, end: 31000,
-    ///                 rows: vec![1, 2], ends: vec![1, 2] };
+    ///                 rows: vec![1, 2], ends: vec![1, 2], emit: vec![] };
     /// let mut line = Vec::new();
     /// m.write_json(&mut line, "rise_spike", &["r", "s"]);
     /// assert!(line.starts_with(
     ///     br#"{"query":"rise_spike","key":7,"start":1000,"end":31000,"vars":{"r":[1],"s":[2]},"id":""#));
     /// ```
     pub fn write_json(&self, out: &mut Vec<u8>, query: &str, var_names: &[impl AsRef<str>]) {
+        self.write_json_emit(out, query, var_names, &[] as &[&str]);
+    }
+
+    /// Appends the match as one JSON line (without the newline), with the
+    /// values of its query's `EMIT` items named by `emit_names` (item
+    /// order): `"emit":{…}` comes after `vars` and before `id`, and only
+    /// when the match carries values (a query without `EMIT` writes the
+    /// line of [`write_json`](Self::write_json), byte for byte). The `id`
+    /// does not depend on the values.
+    ///
+    /// # Examples
+    /// ```
+    /// use cep_core::{EmitValue, Match, Value};
+    /// let m = Match { query: 0, key: Value::Null, start: 5, end: 9, rows: vec![0, 1], ends: vec![1, 2],
+    ///                 emit: vec![EmitValue::Value(Value::Int(3)), EmitValue::Null] };
+    /// let mut line = Vec::new();
+    /// m.write_json_emit(&mut line, "q1", &["a", "b"], &["count(b)", "c"]);
+    /// let text = String::from_utf8(line).unwrap();
+    /// assert!(text.contains(r#""vars":{"a":[0],"b":[1]},"emit":{"count(b)":3,"c":null},"id":"#), "{text}");
+    /// ```
+    pub fn write_json_emit(
+        &self,
+        out: &mut Vec<u8>,
+        query: &str,
+        var_names: &[impl AsRef<str>],
+        emit_names: &[impl AsRef<str>],
+    ) {
         out.extend_from_slice(b"{\"query\":");
         json::write_str(out, query);
         out.extend_from_slice(b",\"key\":");
@@ -95,9 +128,34 @@ impl Match {
             }
             out.push(b']');
         }
-        out.extend_from_slice(b"},\"id\":\"");
+        out.push(b'}');
+        if !self.emit.is_empty() {
+            self.write_emit(out, emit_names);
+        }
+        out.extend_from_slice(b",\"id\":\"");
         json::write_hex128(out, self.id(query).0);
         out.extend_from_slice(b"\"}");
+    }
+}
+
+impl Match {
+    /// `,"emit":{…}`: out of line, as no match of a query without `EMIT`
+    /// gets here.
+    #[inline(never)]
+    fn write_emit(&self, out: &mut Vec<u8>, names: &[impl AsRef<str>]) {
+        out.extend_from_slice(b",\"emit\":{");
+        for (i, v) in self.emit.iter().enumerate() {
+            if i > 0 {
+                out.push(b',');
+            }
+            match names.get(i) {
+                Some(n) => json::write_str(out, n.as_ref()),
+                None => json::write_str(out, &format!("e{}", i + 1)),
+            }
+            out.push(b':');
+            v.write_json(out);
+        }
+        out.push(b'}');
     }
 }
 
@@ -220,15 +278,23 @@ mod tests {
     /// id must never change.
     #[test]
     fn lines_are_pinned() {
-        let m = Match { query: 0, key: Value::Int(0), start: 0, end: 1, rows: vec![0, 1], ends: vec![1, 2] };
+        let m =
+            Match { query: 0, key: Value::Int(0), start: 0, end: 1, rows: vec![0, 1], ends: vec![1, 2], emit: vec![] };
         let mut line = Vec::new();
         m.write_json(&mut line, "q1", &["a", "b"]);
         assert_eq!(
             std::str::from_utf8(&line).unwrap(),
             r#"{"query":"q1","key":0,"start":0,"end":1,"vars":{"a":[0],"b":[1]},"id":"57ec1276a7c8950fd11cf84c71f3c475"}"#
         );
-        let m =
-            Match { query: 0, key: Value::str("x\\yé\""), start: -5, end: 3, rows: vec![0, 1, 2], ends: vec![1, 3] };
+        let m = Match {
+            query: 0,
+            key: Value::str("x\\yé\""),
+            start: -5,
+            end: 3,
+            rows: vec![0, 1, 2],
+            ends: vec![1, 3],
+            emit: vec![],
+        };
         line.clear();
         m.write_json(&mut line, "qz", &[String::from("a"), String::from("b")]);
         assert_eq!(
@@ -254,7 +320,7 @@ mod tests {
             ],
             start in any::<i64>(), end in any::<i64>(),
             vars in proptest::collection::vec(proptest::collection::vec(any::<u64>(), 0..4), 1..4)) {
-            let mut m = Match { query: 0, key, start, end, rows: Vec::new(), ends: Vec::new() };
+            let mut m = Match { query: 0, key, start, end, rows: Vec::new(), ends: Vec::new(), emit: Vec::new() };
             for v in &vars {
                 m.rows.extend_from_slice(v);
                 m.ends.push(m.rows.len() as u32);
@@ -282,7 +348,8 @@ mod tests {
 
     #[test]
     fn json_line_parses() {
-        let m = Match { query: 0, key: Value::str("a\"b"), start: 1, end: 2, rows: vec![], ends: vec![0, 0] };
+        let m =
+            Match { query: 0, key: Value::str("a\"b"), start: 1, end: 2, rows: vec![], ends: vec![0, 0], emit: vec![] };
         let mut s = Vec::new();
         m.write_json(&mut s, "q", &["x", "y"]);
         let v: serde_json::Value = serde_json::from_slice(&s).unwrap();

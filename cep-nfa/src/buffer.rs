@@ -21,6 +21,7 @@
 //! overflow the stack.
 
 use ahash::AHashMap;
+use cep_core::EventObject;
 use slab::Slab;
 
 /// Index of a node; [`NIL`] is "no node".
@@ -65,6 +66,13 @@ pub struct Node {
 #[derive(Debug, Default)]
 pub struct Buffer {
     nodes: Slab<Node>,
+    /// The event objects of nodes that keep one (bindings of a variable an
+    /// `EMIT x.*` item names), indexed by node id; empty for every other
+    /// query, which then pays one failed bounds check per node freed.
+    objects: Vec<Option<EventObject>>,
+    /// The bytes the kept objects hold (for the engine's state measure,
+    /// which `--max-state` bounds).
+    object_bytes: usize,
 }
 
 impl Buffer {
@@ -76,6 +84,68 @@ impl Buffer {
         }
         let id = self.nodes.insert(Node { row, pos, parent, refs: 1, elem });
         NodeId::try_from(id).expect("more than 4 billion live buffer nodes")
+    }
+
+    /// Keeps `object` beside node `id` (freed with it): the event `x.*`
+    /// shows of a binding of `x`.
+    ///
+    /// # Examples
+    /// ```
+    /// use cep_core::{EventObject, Sym};
+    /// use cep_nfa::buffer::{Buffer, NIL};
+    /// let mut b = Buffer::default();
+    /// let first = b.push(NIL, 0, 10, 0);
+    /// b.set_object(first, EventObject { ty: Sym::new("A"), ts: 5, fields: vec![] });
+    /// let second = b.push(first, 1, 11, 1); // element 1 keeps no object
+    /// let mut objects = Vec::new();
+    /// b.objects_of(second, 0, &mut objects);
+    /// assert_eq!(objects[0].ts, 5);
+    /// b.release(first);
+    /// b.release(second);
+    /// assert_eq!(b.object_bytes(), 0);
+    /// ```
+    pub fn set_object(&mut self, id: NodeId, object: EventObject) {
+        let i = id as usize;
+        if self.objects.len() <= i {
+            self.objects.resize_with(i + 1, || None);
+        }
+        self.object_bytes += object_size(&object);
+        if let Some(old) = self.objects[i].replace(object) {
+            self.object_bytes -= object_size(&old);
+        }
+    }
+
+    /// The bytes the objects kept beside nodes hold (0 for a query without
+    /// an `EMIT x.*` item).
+    pub fn object_bytes(&self) -> usize {
+        self.object_bytes
+    }
+
+    /// The object kept beside node `id`, if any.
+    pub fn object(&self, id: NodeId) -> Option<&EventObject> {
+        self.objects.get(id as usize)?.as_ref()
+    }
+
+    /// Appends to `out` (not cleared) the objects of the nodes of element
+    /// `elem` on the path from the first binding to `id`, in binding order.
+    pub fn objects_of(&self, id: NodeId, elem: u16, out: &mut Vec<EventObject>) {
+        let from = out.len();
+        let mut cur = id;
+        while cur != NIL {
+            let n = &self.nodes[cur as usize];
+            if n.elem == elem
+                && let Some(o) = self.object(cur)
+            {
+                out.push(o.clone());
+            }
+            cur = n.parent;
+        }
+        out[from..].reverse();
+    }
+
+    /// The kept objects with their node ids, for a snapshot.
+    pub(crate) fn saved_objects(&self) -> Vec<(u32, EventObject)> {
+        self.objects.iter().enumerate().filter_map(|(i, o)| Some((i as u32, o.clone()?))).collect()
     }
 
     /// The live nodes with their ids, for a snapshot.
@@ -128,7 +198,7 @@ impl Buffer {
                 state[id as usize] = 2;
             }
         }
-        Ok((Buffer { nodes: slab }, ids))
+        Ok((Buffer { nodes: slab, objects: Vec::new(), object_bytes: 0 }, ids))
     }
 
     /// Sets each node's reference count to the number of its children and
@@ -170,6 +240,9 @@ impl Buffer {
             }
             let parent = node.parent;
             self.nodes.remove(id as usize);
+            if let Some(Some(o)) = self.objects.get_mut(id as usize).map(Option::take) {
+                self.object_bytes -= object_size(&o);
+            }
             id = parent;
         }
     }
@@ -206,6 +279,11 @@ impl Buffer {
     pub const NODE_BYTES: usize = std::mem::size_of::<Node>();
 }
 
+/// The memory an event object holds: itself and its fields.
+fn object_size(o: &EventObject) -> usize {
+    std::mem::size_of::<EventObject>() + o.fields.capacity() * std::mem::size_of::<(cep_core::Sym, cep_core::Value)>()
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -237,6 +315,34 @@ mod tests {
         assert_eq!(err(vec![(1, node(NIL, 0)), (2, node(NIL, 0))], &[0]), "buffer node 1 that nothing refers to");
         assert_eq!(err(vec![(1, node(NIL, 2))], &[0]), "buffer node of row 0 at an element the query lacks");
         assert_eq!(err(vec![(1, node(NIL, 0)), (1, node(NIL, 0))], &[0]), "buffer node 1 twice");
+    }
+
+    /// Objects kept beside nodes go with them, and their bytes with them.
+    #[test]
+    fn objects_are_freed_with_their_nodes() {
+        use cep_core::{Sym, Value};
+        let mut b = Buffer::default();
+        let object = |ts| EventObject { ty: Sym::new("A"), ts, fields: vec![(Sym::new("x"), Value::Int(ts))] };
+        let root = b.push(NIL, 0, 0, 0);
+        b.set_object(root, object(0));
+        let child = b.push(root, 0, 1, 1);
+        b.set_object(child, object(1));
+        let other = b.push(root, 1, 2, 2);
+        b.release(root);
+        assert!(b.object_bytes() > 0);
+        let mut out = Vec::new();
+        b.objects_of(child, 0, &mut out);
+        assert_eq!(out.iter().map(|o| o.ts).collect::<Vec<_>>(), [0, 1]);
+        out.clear();
+        b.objects_of(other, 0, &mut out);
+        assert_eq!(out.iter().map(|o| o.ts).collect::<Vec<_>>(), [0]);
+        b.release(child);
+        assert!(b.object(child).is_none());
+        b.release(other);
+        assert_eq!((b.len(), b.object_bytes()), (0, 0));
+        // A node reusing a freed slot has no object of its predecessor.
+        let again = b.push(NIL, 0, 5, 5);
+        assert!(b.object(again).is_none());
     }
 
     #[test]

@@ -126,6 +126,8 @@ impl<E: 'static> PatternBuilder<E> {
                 regs: 0,
                 reg_names: Vec::new(),
                 slot_names: Vec::new(),
+                emit: Vec::new(),
+                object: None,
                 graph: Default::default(),
             },
             errors: Vec::new(),

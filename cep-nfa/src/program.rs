@@ -21,7 +21,7 @@
 
 use std::fmt;
 
-use cep_core::Value;
+use cep_core::{EventObject, Value};
 
 pub use crate::syntax::ast::{Quant, Selection, Strategy};
 
@@ -37,6 +37,11 @@ pub type FramePred = Box<dyn Fn(&[Value], &[Value]) -> bool + Send + Sync>;
 pub type RegPred = Box<dyn Fn(&[Value]) -> bool + Send + Sync>;
 /// A condition on (frame, registers), shareable.
 pub type SharedFramePred = std::sync::Arc<dyn Fn(&[Value], &[Value]) -> bool + Send + Sync>;
+
+/// A value computed from a final run's registers (an `EMIT` expression).
+pub type RegValue = Box<dyn Fn(&[Value]) -> Value + Send + Sync>;
+/// Makes the object `x.*` shows of a bound event.
+pub type ObjectFn<E> = Box<dyn Fn(&E) -> EventObject + Send + Sync>;
 
 /// Index of a register in a run.
 pub type Reg = u16;
@@ -237,6 +242,36 @@ pub struct Trailing<E> {
     pub quiet: i64,
 }
 
+/// One item of `EMIT`: a value every match carries (LANGUAGE.md §5).
+pub struct EmitItem {
+    /// Its output name: the `AS` name, or the item's text as written,
+    /// trimmed (`x` for `x.*`).
+    pub name: String,
+    /// How it is computed.
+    pub what: EmitWhat,
+    /// What it reads, for plans: the registers, or the bound events.
+    pub reads: String,
+}
+
+/// How an `EMIT` item is computed on a final match.
+pub enum EmitWhat {
+    /// An expression read as in a later element, lowered to a function of
+    /// the final run's registers (the registers conditions use, so an item
+    /// costs one evaluation per match and the register updates of what it
+    /// reads).
+    Value(RegValue),
+    /// `x.*` of positive element `elem`: the bound events' objects, kept
+    /// beside the buffer's nodes of that element only
+    /// ([`Program::object`] makes them).
+    Event {
+        /// The positive element.
+        elem: usize,
+        /// Its quantifier: one event, an array (`+`, `*`), or null when
+        /// absent (`?`).
+        quant: Quant,
+    },
+}
+
 /// A value of an event's frame.
 pub enum FrameSlot<E> {
     /// Field `i` of the event, through
@@ -290,6 +325,11 @@ pub struct Program<E> {
     pub reg_names: Vec<String>,
     /// Frame slot names (for plans).
     pub slot_names: Vec<String>,
+    /// The `EMIT` items, in order (empty without `EMIT`).
+    pub emit: Vec<EmitItem>,
+    /// Makes a bound event's object for `x.*` items (`None` when no item
+    /// is `x.*`).
+    pub object: Option<ObjectFn<E>>,
     pub(crate) graph: Graph,
 }
 
@@ -307,6 +347,9 @@ pub(crate) struct Graph {
     pub cands: Vec<Vec<u16>>,
     /// Per element: whether it may bind more than one event.
     pub kleene: Vec<bool>,
+    /// Bit `j`: element `j` is named by an `x.*` item of `EMIT`, so its
+    /// bindings keep their event's object.
+    pub objects: u64,
 }
 
 impl Graph {
@@ -336,6 +379,7 @@ impl Graph {
             kleene: quants.iter().map(|q| q.is_kleene()).collect(),
             next,
             cands,
+            objects: 0,
         }
     }
 }
@@ -345,7 +389,20 @@ impl<E> Program<E> {
     pub fn finish(mut self) -> Program<E> {
         let quants: Vec<Quant> = self.elements.iter().map(|e| e.quant).collect();
         self.graph = Graph::build(&quants);
+        for item in &self.emit {
+            if let EmitWhat::Event { elem, .. } = item.what
+                && elem < 64
+            {
+                self.graph.objects |= 1 << elem;
+            }
+        }
         self
+    }
+
+    /// Bit `j` set: element `j`'s bindings keep their event's object (it
+    /// is named by an `x.*` item of `EMIT`).
+    pub fn object_mask(&self) -> u64 {
+        self.graph.objects
     }
 
     /// Names of the positive variables, in order.
@@ -397,6 +454,16 @@ debug_fields!(Element<E>, var, quant, types, conds, completion, updates, within)
 debug_fields!(Negation<E>, var, types, after, early, late, deferred);
 debug_fields!(LateCond, text);
 debug_fields!(Trailing<E>, var, types, conds, quiet);
+debug_fields!(EmitItem, name, what, reads);
+
+impl fmt::Debug for EmitWhat {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            EmitWhat::Value(_) => f.write_str("Value(..)"),
+            EmitWhat::Event { elem, quant } => write!(f, "Event {{ elem: {elem}, quant: {quant:?} }}"),
+        }
+    }
+}
 
 impl<E> fmt::Debug for FrameSlot<E> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {

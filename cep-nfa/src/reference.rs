@@ -69,11 +69,11 @@
 use std::collections::{BTreeMap, HashMap};
 
 use cep_core::time::{DurationUnit, TimeUnit, to_ticks};
-use cep_core::{Event, FieldId, Schema, Sym, Value};
+use cep_core::{EmitValue, Event, EventObject, FieldId, Schema, Sym, Value};
 
 use crate::syntax::ast::{
-    AggFn, Attr, BinOp, Conjunct, Element, Expr, Index, Lit, Quant, Ref, Selection, Skip, Statement, Strategy, Window,
-    WindowKind,
+    AggFn, Attr, BinOp, Conjunct, Element, EmitItem, EmitKind, Expr, Index, Lit, Quant, Ref, Selection, Skip,
+    Statement, Strategy, Window, WindowKind,
 };
 
 /// One match, as the reference finds it.
@@ -88,6 +88,9 @@ pub struct RefMatch {
     /// Rows bound to each positive variable, in `SEQ` order (`[]` for an
     /// absent `?` or an empty `*`).
     pub vars: Vec<Vec<u64>>,
+    /// The values of the statement's `EMIT` items, in item order (empty
+    /// without `EMIT`).
+    pub emit: Vec<EmitValue>,
 }
 
 /// The names of the positive variables, in `SEQ` order: the names of
@@ -132,7 +135,8 @@ pub fn run(stmt: &Statement, events: &[Event], schema: &Schema, unit: TimeUnit) 
                 blocked[f.part][s] = true;
             }
         }
-        out.push(RefMatch { key: parts[f.part].key, start: f.start, end: f.end, vars: f.rows });
+        let emit = if q.emit.is_empty() { Vec::new() } else { q.emit_values(&parts[f.part], &f.bind) };
+        out.push(RefMatch { key: parts[f.part].key, start: f.start, end: f.end, vars: f.rows, emit });
     }
     out
 }
@@ -205,6 +209,10 @@ struct Resolved<'s> {
     trailing: Option<usize>,
     selection: Selection,
     skip: Skip,
+    /// The `EMIT` items.
+    emit: &'s [EmitItem],
+    /// Field names by id, for `x.*` objects.
+    names: Vec<Sym>,
 }
 
 impl<'s> Resolved<'s> {
@@ -252,6 +260,18 @@ impl<'s> Resolved<'s> {
                 }
             }
         }
+        for item in &stmt.emit {
+            if let EmitKind::Expr(e) = &item.kind {
+                e.walk(|x| {
+                    if let Expr::Ref(Ref { attr: Attr::Field(f), .. })
+                    | Expr::Prev(Ref { attr: Attr::Field(f), .. }, _, _)
+                    | Expr::Agg(_, _, f, _) = x
+                    {
+                        fields.entry(f.name.clone()).or_insert_with(|| schema.lookup(&f.name));
+                    }
+                });
+            }
+        }
         let key_field = key_name.map(|k| schema.lookup(k));
         let trailing = (0..n).find(|&i| elements[i].negated && positives.iter().all(|&p| p < i));
         Resolved {
@@ -270,7 +290,31 @@ impl<'s> Resolved<'s> {
             positives,
             selection: stmt.select.map_or(Selection::All, |(s, _)| s),
             skip: stmt.skip.as_ref().map_or(Skip::None, |(s, _)| s.clone()),
+            emit: &stmt.emit,
+            names: schema.field_names().map(Sym::new).collect(),
         }
+    }
+
+    /// The `EMIT` items of a final match, straight from LANGUAGE.md §5:
+    /// an expression evaluated with every variable complete (as in a later
+    /// element), `x.*` the bound events as objects.
+    fn emit_values(&self, part: &Partition<'_>, bind: &[Vec<usize>]) -> Vec<EmitValue> {
+        let env = Env { q: self, part, bind, cand: None };
+        let object = |p: usize| EventObject::of(part.events[p], &self.names);
+        self.emit
+            .iter()
+            .map(|item| match &item.kind {
+                EmitKind::Expr(e) => EmitValue::Value(env.eval(e)),
+                EmitKind::Event(v) => {
+                    let e = self.var_elem[v.name.as_str()];
+                    let ps = &bind[e];
+                    match self.elements[e].quant {
+                        Quant::Plus | Quant::Star => EmitValue::Events(ps.iter().map(|&p| object(p)).collect()),
+                        _ => ps.first().map_or(EmitValue::Null, |&p| EmitValue::Event(object(p))),
+                    }
+                }
+            })
+            .collect()
     }
 
     fn quant(&self, rank: usize) -> Quant {
@@ -523,6 +567,8 @@ impl Resolved<'_> {
 /// A final match with what ordering needs.
 struct Found {
     part: usize,
+    /// Per element index: the bound positions (for `EMIT`).
+    bind: Vec<Vec<usize>>,
     /// Positions of the first and last bound events.
     first: usize,
     last: usize,
@@ -550,7 +596,7 @@ impl Resolved<'_> {
             }
             _ => (part.ts(last), (part.ts(last), 0, part.global[last])),
         };
-        Found { part: pi, first, last, pos, rows, start, end, moment }
+        Found { part: pi, bind, first, last, pos, rows, start, end, moment }
     }
 
     /// The positions (in `f`'s partition) whose not-yet-emitted matches `f`
@@ -707,6 +753,9 @@ impl Env<'_> {
     fn field(&self, pos: usize, name: &str) -> Value {
         match self.q.fields.get(name) {
             Some(Some(id)) => self.part.events[pos].get(*id),
+            // `ts` and `type`, when no field has the name: the event's own.
+            _ if name == "ts" => Value::Int(self.part.events[pos].ts),
+            _ if name == "type" => Value::Str(self.part.events[pos].ty),
             _ => Value::Null,
         }
     }

@@ -307,3 +307,64 @@ fn too_many_elements() {
     let src = format!("PATTERN SEQ({})", elems.join(", "));
     error(&src, "at most 64 positive", "A a64");
 }
+
+// ---------------------------------------------------------------------------
+// EMIT (LANGUAGE.md §5): each error points at the item's offending text.
+
+#[test]
+fn emit_unknown_variable() {
+    error("PATTERN SEQ(A a, B b) EMIT a.x, c.x AS cx", "unknown variable `c`", "c");
+    error("PATTERN SEQ(A a, B b) EMIT max(z.x)", "unknown variable `z`", "z");
+}
+
+#[test]
+fn emit_not_variable() {
+    error("PATTERN SEQ(A a, NOT B n, A c) EMIT n.x", "EMIT cannot read `n`: it is a NOT variable", "n");
+    error("PATTERN SEQ(A a, B b, NOT A t WITHIN 5) EMIT count(t)", "EMIT cannot read `t`: it is a NOT variable", "t");
+}
+
+#[test]
+fn emit_star_of_unknown_or_not_variable() {
+    error("PATTERN SEQ(A a, B b) EMIT q.*", "unknown variable `q`", "q");
+    error("PATTERN SEQ(A a, NOT B n, A c) EMIT a.*, n.*", "`.*` cannot read `n`: it is a NOT variable", "n");
+}
+
+#[test]
+fn emit_duplicate_names() {
+    // Two AS names, a derived name twice, and a `.*` item against an AS.
+    error("PATTERN SEQ(A a, B b) EMIT a.x AS v, b.x AS v", "two EMIT items are named `v`", "v");
+    error("PATTERN SEQ(A a, B b) EMIT a.x, b.x, a.x", "two EMIT items are named `a.x`", "a.x");
+    error("PATTERN SEQ(A a, B b) EMIT a.*, b.x AS a", "two EMIT items are named `a`", "a");
+}
+
+#[test]
+fn emit_type_errors() {
+    // Types checked as in conditions: certain types (`ts`, `type`) make
+    // errors, the kinds a field was seen with warnings.
+    error("PATTERN SEQ(A a, B b) EMIT a.type + 1 AS bad", "`+` needs numbers, but this is a string", "a.type");
+    error("PATTERN SEQ(A a, B b) EMIT a.ts = 'x'", "comparing an int with a string is always false", "a.ts = 'x'");
+    error("PATTERN SEQ(A a, B b) EMIT sum(a.x)", "sum needs a Kleene variable", "sum(a.x)");
+    error("PATTERN SEQ(A a, B+ b[]) EMIT b[i].x", "can only be used in conditions on `b` itself", "b[i].x");
+    warning("PATTERN SEQ(A a, B b) EMIT a.s + 1 AS guess", "needs numbers", "a.s");
+    // An item need not be true or false.
+    let mut s = schema();
+    assert!(compile("PATTERN SEQ(A a, B b) EMIT a.x + 1, a.s, a.x > 1", &mut s, &Options::default()).is_ok());
+}
+
+#[test]
+fn emit_star_takes_no_alias() {
+    let src = "PATTERN SEQ(A a, B b) EMIT a.* AS z";
+    let e = cep_nfa::syntax::parse(src).unwrap_err();
+    assert!(e.message.contains("`a.*` takes no `AS`"), "{}", e.message);
+    assert_eq!(&src[e.span.start as usize..e.span.end as usize], "AS");
+}
+
+#[test]
+fn emit_items_compile_and_are_named() {
+    let mut s = schema();
+    let src = "PATTERN SEQ(A a, B+ b[]) WHERE b[i].x > a.x AFTER MATCH SKIP PAST LAST EVENT \
+               EMIT ( a.x + 1 ) * 2, max( b.x ) AS top, b.*, count(b)";
+    let p = compile(src, &mut s, &Options::default()).unwrap().programs.remove(0);
+    let names: Vec<&str> = p.emit.iter().map(|i| i.name.as_str()).collect();
+    assert_eq!(names, ["( a.x + 1 ) * 2", "top", "b", "count(b)"]);
+}

@@ -8,7 +8,7 @@ use cep_nfa::compile::{Options, compile_file};
 use cep_nfa::engine::Engine;
 use cep_nfa::reference::{self, RefMatch};
 use cep_nfa::syntax::parse;
-use cep_testkit::arb::{self, Case, arb_case};
+use cep_testkit::arb::{self, Case, arb_case, arb_emit_case};
 use cep_testkit::drive::to_ref;
 use proptest::prelude::*;
 
@@ -45,7 +45,16 @@ fn check(case: &Case) -> Result<(), TestCaseError> {
     if got != want {
         let show = |ms: &[RefMatch]| -> String {
             ms.iter()
-                .map(|m| format!("  key {} start {} end {} vars {:?}\n", fmt_key(m.key), m.start, m.end, m.vars))
+                .map(|m| {
+                    format!(
+                        "  key {} start {} end {} vars {:?} emit {:?}\n",
+                        fmt_key(m.key),
+                        m.start,
+                        m.end,
+                        m.vars,
+                        m.emit
+                    )
+                })
                 .collect()
         };
         let events: String =
@@ -66,6 +75,24 @@ fn fmt_key(v: Value) -> String {
 
 proptest! {
     #![proptest_config(arb::config())]
+
+    /// With `EMIT`: the same matches, each with the values the reference
+    /// computes from its bound events (the engine reads registers and the
+    /// objects kept beside buffer nodes).
+    #[test]
+    fn emit_skip_till_any_match(case in arb_emit_case("skip-till-any-match")) {
+        check(&case)?;
+    }
+
+    #[test]
+    fn emit_skip_till_next_match(case in arb_emit_case("skip-till-next-match")) {
+        check(&case)?;
+    }
+
+    #[test]
+    fn emit_strict_contiguity(case in arb_emit_case("strict-contiguity")) {
+        check(&case)?;
+    }
 
     #[test]
     fn skip_till_any_match(case in arb_case("skip-till-any-match")) {

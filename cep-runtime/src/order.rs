@@ -329,11 +329,11 @@ mod tests {
     use cep_core::Value;
 
     fn info(at_deadline: bool) -> QueryInfo {
-        QueryInfo { name: "q".into(), vars: vec!["a".into(), "b".into()], at_deadline }
+        QueryInfo { name: "q".into(), vars: vec!["a".into(), "b".into()], at_deadline, emit: vec![] }
     }
 
     fn m(query: usize, start: Timestamp, end: Timestamp, rows: &[u64], ends: &[u32]) -> Match {
-        Match { query, key: Value::Int(1), start, end, rows: rows.to_vec(), ends: ends.to_vec() }
+        Match { query, key: Value::Int(1), start, end, rows: rows.to_vec(), ends: ends.to_vec(), emit: vec![] }
     }
 
     /// Keys sort as one runner emits: a deadline after the events at its

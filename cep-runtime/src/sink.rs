@@ -37,6 +37,8 @@ pub struct QueryInfo {
     /// Whether its matches become final when the watermark passes their
     /// `end` (a trailing `NOT … WITHIN`), rather than at their last event.
     pub at_deadline: bool,
+    /// The names of its `EMIT` items, in order (empty without `EMIT`).
+    pub emit: Vec<String>,
 }
 
 /// Writes matches as JSON lines (LANGUAGE.md §5), reusing one line buffer.
@@ -95,7 +97,7 @@ impl<W: Write> Sink for JsonLines<W> {
 
 /// Appends a match's output line, newline included.
 pub(crate) fn match_line(out: &mut Vec<u8>, q: &QueryInfo, m: &Match) {
-    m.write_json(out, &q.name, &q.vars);
+    m.write_json_emit(out, &q.name, &q.vars, &q.emit);
     out.push(b'\n');
 }
 

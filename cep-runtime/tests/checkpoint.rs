@@ -15,7 +15,7 @@ use cep_runtime::checkpoint::{self, Checkpoint, PipelineSnapshot};
 use cep_runtime::shard::ShardedRunner;
 use cep_runtime::{JsonLines, Runner, RunnerSnapshot};
 use cep_testkit::XorShift64;
-use cep_testkit::arb::{Case, arb_case};
+use cep_testkit::arb::{Case, arb_case, arb_emit_case};
 use proptest::prelude::*;
 
 fn runner(case: &Case, delay: i64, construction: Construction) -> Runner {
@@ -165,6 +165,19 @@ proptest! {
         delay in prop_oneof![Just(0i64), 1i64..4], seed in any::<u64>(), cut in any::<usize>()) {
         check(&case, delay, seed, cut, Construction::Direct)?;
         check(&case, delay, seed, cut, Construction::Batch)?;
+    }
+
+    /// Queries with `EMIT`: the values of every line (registers, and the
+    /// objects of `x.*` kept beside buffer nodes) survive a checkpoint, on
+    /// one runner and on shards.
+    #[test]
+    fn emit_resumed_anywhere_equals_uninterrupted(case in prop_oneof![
+        arb_emit_case("skip-till-any-match"), arb_emit_case("skip-till-next-match"),
+        arb_emit_case("strict-contiguity")],
+        delay in prop_oneof![Just(0i64), 1i64..4], seed in any::<u64>(), cut in any::<usize>()) {
+        check(&case, delay, seed, cut, Construction::Direct)?;
+        check_sharded(&case, delay, seed, cut, false)?;
+        check_sharded(&case, delay, seed, cut, true)?;
     }
 
     #[test]

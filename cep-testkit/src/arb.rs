@@ -394,6 +394,116 @@ fn render(
     q
 }
 
+// ---------------------------------------------------------------------------
+// EMIT
+
+/// A random case for `strategy` whose query ends in `EMIT` items
+/// (LANGUAGE.md §5): expressions over the positive variables read as in a
+/// later element (fields, `ts`, `LEN`, `count`, aggregates, indexes,
+/// arithmetic that may give NULL, comparisons), and `x.*` objects. Items
+/// are named by `AS` or by their text, never two alike.
+///
+/// # Examples
+/// ```
+/// use cep_testkit::arb::{arb_emit_case, config};
+/// use proptest::prelude::*;
+/// use proptest::test_runner::TestRunner;
+/// let mut runner = TestRunner::new(ProptestConfig { cases: 8, ..config() });
+/// runner.run(&arb_emit_case("skip-till-any-match"), |case| {
+///     prop_assert!(case.query.contains(" EMIT "));
+///     Ok(())
+/// }).unwrap();
+/// ```
+pub fn arb_emit_case(strategy: &'static str) -> impl Strategy<Value = Case> {
+    (arb_emit_query(strategy), arb_events()).prop_map(|(query, (events, schema))| Case { query, events, schema })
+}
+
+/// A random, valid query for `strategy` with an `EMIT` clause.
+pub fn arb_emit_query(strategy: &'static str) -> impl Strategy<Value = String> {
+    arb_shape().prop_flat_map(move |shape| {
+        let vars: Vec<String> = shape.elems.iter().filter(|e| !e.negated).map(|e| e.var.clone()).collect();
+        let conjunct = arb_conjunct(&shape);
+        let item = arb_emit_item(&shape);
+        (
+            Just(shape),
+            prop_oneof![2 => Just(0usize), 3 => Just(1), 2 => Just(2)]
+                .prop_flat_map(move |n| prop::collection::vec(conjunct.clone(), n)),
+            arb_strategy_text(strategy),
+            arb_window(strategy),
+            0u8..5,
+            arb_tail(vars),
+            prop::collection::vec((item, any::<bool>()), 1..=5),
+        )
+            .prop_map(|(shape, conjuncts, strat, window, partition, tail, items)| {
+                let mut q = render(&shape, &conjuncts, strat, window, partition, &tail);
+                let mut names: Vec<String> = Vec::new();
+                let mut rendered: Vec<String> = Vec::new();
+                for (i, (text, alias)) in items.into_iter().enumerate() {
+                    let name = match text.strip_suffix(".*") {
+                        Some(v) => v.to_owned(),
+                        None if alias => format!("e{i}"),
+                        None => text.clone(),
+                    };
+                    if names.contains(&name) {
+                        continue;
+                    }
+                    rendered.push(if alias && !text.ends_with(".*") { format!("{text} AS {name}") } else { text });
+                    names.push(name);
+                }
+                q.push_str(" EMIT ");
+                q.push_str(&rendered.join(", "));
+                q
+            })
+    })
+}
+
+/// One item's text (without `AS`), valid for the shape.
+fn arb_emit_item(shape: &Shape) -> BoxedStrategy<String> {
+    let pos: Vec<(String, bool)> =
+        shape.elems.iter().filter(|e| !e.negated).map(|e| (e.var.clone(), e.kleene())).collect();
+    let mut t: Vec<BoxedStrategy<String>> = vec![fixed("1 + 2".to_owned())];
+    for (i, (v, kleene)) in pos.iter().enumerate() {
+        for item in [
+            format!("{v}.*"),
+            format!("{v}.x"),
+            format!("{v}.y"),
+            format!("{v}.ts"),
+            format!("{v}.LEN"),
+            format!("count({v})"),
+            format!("{v}.x + {v}.y"),
+            format!("{v}.x / 0"),
+            format!("{v}.x * 9223372036854775807"),
+            format!("{v}.x > 2"),
+            format!("PREV({v}.x)"),
+        ] {
+            t.push(fixed(item));
+        }
+        if *kleene {
+            for item in [
+                format!("sum({v}.x)"),
+                format!("avg({v}.y)"),
+                format!("avg({v}.x)"),
+                format!("min({v}.x)"),
+                format!("max({v}.y)"),
+                format!("first({v}.x)"),
+                format!("last({v}.y)"),
+                format!("{v}[1].x"),
+                format!("{v}[2].y"),
+                format!("{v}[{v}.LEN].x"),
+                format!("sum({v}.y) - count({v})"),
+            ] {
+                t.push(fixed(item));
+            }
+        }
+        for (u, _) in &pos[..i] {
+            t.push(fixed(format!("{v}.x - {u}.x")));
+            t.push(fixed(format!("{u}.y >= {v}.y")));
+            t.push(fixed(format!("{v}.ts - {u}.ts")));
+        }
+    }
+    Union::new(t).boxed()
+}
+
 /// The property-test configuration: `CEP_PROPTEST_CASES` cases (1,000 by
 /// default), with room to shrink.
 pub fn config() -> ProptestConfig {

@@ -186,10 +186,11 @@ pub fn corpus_files() -> Vec<PathBuf> {
     case_files(Path::new(CORPUS)).unwrap_or_else(|e| panic!("cannot list {CORPUS}: {e}"))
 }
 
-/// A match as `cep run` prints it ([`Match::write_json`]), without its `"id"`.
-pub fn match_line(m: &Match, query: &str, vars: &[impl AsRef<str>]) -> String {
+/// A match as `cep run` prints it ([`Match::write_json_emit`], with the
+/// names of its query's `EMIT` items), without its `"id"`.
+pub fn match_line(m: &Match, query: &str, vars: &[impl AsRef<str>], emit: &[impl AsRef<str>]) -> String {
     let mut line = Vec::new();
-    m.write_json(&mut line, query, vars);
+    m.write_json_emit(&mut line, query, vars, emit);
     strip_id(std::str::from_utf8(&line).expect("a match line is UTF-8"))
 }
 
@@ -240,23 +241,29 @@ pub fn diff(expected: &[String], actual: &[String]) -> String {
     s
 }
 
-/// Each statement's name and the names of its positive variables: what a
-/// match line needs beside the match.
+/// Each statement's name, the names of its positive variables and of its
+/// `EMIT` items: what a match line needs beside the match.
 #[derive(Clone, Debug, Default)]
-pub struct Labels(Vec<(String, Vec<String>)>);
+pub struct Labels(Vec<(String, Vec<String>, Vec<String>)>);
 
 impl Labels {
     /// The labels of compiled statements, in statement order.
     pub fn of(programs: &[Program<Event>]) -> Labels {
         Labels(
-            programs.iter().map(|p| (p.name.clone(), p.var_names().iter().map(|s| s.to_string()).collect())).collect(),
+            programs
+                .iter()
+                .map(|p| {
+                    let vars = p.var_names().iter().map(|s| s.to_string()).collect();
+                    (p.name.clone(), vars, p.emit.iter().map(|i| i.name.clone()).collect())
+                })
+                .collect(),
         )
     }
 
     /// The line of a match of statement `stmt` (without its id).
     pub fn line(&self, stmt: usize, m: &Match) -> String {
-        let (name, vars) = &self.0[stmt];
-        match_line(m, name, vars)
+        let (name, vars, emit) = &self.0[stmt];
+        match_line(m, name, vars, emit)
     }
 
     /// The lines of matches, each with its statement's index, in order.

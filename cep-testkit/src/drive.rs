@@ -92,7 +92,7 @@ pub fn run_like_cep<D: MatchEngine<Event>>(engines: &mut [D], events: &[Event]) 
 /// A match in the reference matcher's terms, to compare engines with it.
 pub fn to_ref(m: Match) -> RefMatch {
     let vars = m.vars().map(|v| v.to_vec()).collect();
-    RefMatch { key: m.key, start: m.start, end: m.end, vars }
+    RefMatch { key: m.key, start: m.start, end: m.end, vars, emit: m.emit }
 }
 
 /// A reference match as an engine's [`Match`] of query 0 (to print it as
@@ -104,7 +104,7 @@ pub fn from_ref(m: &RefMatch) -> Match {
         rows.extend_from_slice(v);
         ends.push(u32::try_from(rows.len()).expect("a match of fewer than 2^32 rows"));
     }
-    Match { query: 0, key: m.key, start: m.start, end: m.end, rows, ends }
+    Match { query: 0, key: m.key, start: m.start, end: m.end, rows, ends, emit: m.emit.clone() }
 }
 
 /// Runs `prog` on the run engine over `events`, then the end of the input:

@@ -108,7 +108,15 @@ impl Naive {
             }
             let (end, start, r, s) = c;
             self.matches += 1;
-            self.out.push(Match { query: 0, key: Value::Int(key), start, end, rows: vec![r, s], ends: vec![1, 2] });
+            self.out.push(Match {
+                query: 0,
+                key: Value::Int(key),
+                start,
+                end,
+                rows: vec![r, s],
+                ends: vec![1, 2],
+                emit: vec![],
+            });
         }
     }
 

@@ -250,6 +250,7 @@ impl HandWritten {
             end: d.q.end,
             rows: vec![d.q.r_row, d.q.s_row],
             ends: vec![1, 2],
+            emit: Vec::new(),
         }));
     }
 

@@ -15,6 +15,7 @@
 //! The rules it implements are LANGUAGE.md §2 and `docs/semantics.md`.
 
 mod check;
+mod emit;
 mod expr;
 mod lower;
 pub mod ops;
@@ -180,6 +181,8 @@ enum Ctx {
     Completion(usize),
     /// A negation's condition.
     Negation { var: usize },
+    /// An `EMIT` item: every variable is complete (as in a later element).
+    Emit,
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
@@ -329,6 +332,9 @@ impl<'a> StatementCompiler<'a> {
                 }
             }
         }
+        // Before the updates are handed to the elements: items add registers.
+        let emit = self.emit_items();
+        let object = emit.iter().any(|i| matches!(i.what, EmitWhat::Event { .. })).then(|| self.object_fn());
         if self.has_errors() {
             return None;
         }
@@ -386,6 +392,8 @@ impl<'a> StatementCompiler<'a> {
                 regs: self.regs.len(),
                 reg_names,
                 slot_names,
+                emit,
+                object,
                 graph: Default::default(),
             }
             .finish(),

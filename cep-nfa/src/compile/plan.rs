@@ -103,6 +103,12 @@ pub fn render_with<E>(prog: &Program<E>, choice: crate::select::EngineChoice) ->
         }
         let _ = writeln!(s, "    [{i}] -> {}", targets.join(", "));
     }
+    if !prog.emit.is_empty() {
+        let _ = writeln!(s, "  emit (values each match carries, read from the final match):");
+        for item in &prog.emit {
+            let _ = writeln!(s, "    {}: {}", item.name, item.reads);
+        }
+    }
     if !prog.slot_names.is_empty() {
         let _ = writeln!(s, "  frame (values read from each event): {}", prog.slot_names.join(", "));
     }

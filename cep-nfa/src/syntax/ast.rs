@@ -50,6 +50,8 @@ pub struct Statement {
     pub select: Option<(Selection, Span)>,
     /// `AFTER MATCH SKIP …`.
     pub skip: Option<(Skip, Span)>,
+    /// The items of `EMIT`, in order (empty without `EMIT`).
+    pub emit: Vec<EmitItem>,
     /// The whole statement.
     pub span: Span,
 }
@@ -177,6 +179,27 @@ pub enum Skip {
     ToFirst(Ident),
     /// `TO LAST var`.
     ToLast(Ident),
+}
+
+/// One item of `EMIT`: `expr [AS name]` or `var.*`.
+#[derive(Clone, Debug, PartialEq)]
+pub struct EmitItem {
+    /// What it emits.
+    pub kind: EmitKind,
+    /// `AS name`, if given.
+    pub alias: Option<Ident>,
+    /// The item as written, `AS name` excluded (its text names an item
+    /// without `AS`).
+    pub span: Span,
+}
+
+/// What an `EMIT` item emits.
+#[derive(Clone, Debug, PartialEq)]
+pub enum EmitKind {
+    /// An expression, evaluated on the final match as in a later element.
+    Expr(Expr),
+    /// `var.*`: the bound event(s) as objects.
+    Event(Ident),
 }
 
 /// A top-level conjunct of `WHERE`.

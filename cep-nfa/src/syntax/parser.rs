@@ -175,6 +175,7 @@ impl Parser {
             partition: None,
             select: None,
             skip: None,
+            emit: Vec::new(),
             span: start,
         };
         if self.eat_kw("WHERE") {
@@ -208,8 +209,38 @@ impl Parser {
             let skip = self.skip()?;
             st.skip = Some((skip, s.to(self.tokens[self.pos - 1].span)));
         }
+        if self.eat_kw("EMIT") {
+            st.emit.push(self.emit_item()?);
+            while self.eat_punct(",") {
+                st.emit.push(self.emit_item()?);
+            }
+        }
         st.span = start.to(self.tokens[self.pos.saturating_sub(1)].span);
         Ok(st)
+    }
+
+    /// `expr [AS name]` or `var.*`.
+    fn emit_item(&mut self) -> PResult<EmitItem> {
+        let first = self.peek().span;
+        if matches!(self.peek().tok, Tok::Ident(_))
+            && matches!(self.peek_at(1).tok, Tok::Punct("."))
+            && matches!(self.peek_at(2).tok, Tok::Punct("*"))
+        {
+            let var = self.name("a variable")?;
+            self.bump();
+            let star = self.bump().span;
+            if self.is_kw("AS") {
+                return Err(Diagnostic::error(self.peek().span, format!("`{}.*` takes no `AS`", var.name))
+                    .with_note(format!("its values are named by its variable: `{}`", var.name)));
+            }
+            return Ok(EmitItem { kind: EmitKind::Event(var), alias: None, span: first.to(star) });
+        }
+        let e = self.expr(0)?;
+        // From the first token to the last one taken: the expression's own
+        // span leaves out outer parentheses.
+        let span = first.to(self.tokens[self.pos - 1].span);
+        let alias = if self.eat_kw("AS") { Some(self.ident("a name for the item")?) } else { None };
+        Ok(EmitItem { kind: EmitKind::Expr(e), alias, span })
     }
 
     fn skip(&mut self) -> PResult<Skip> {
@@ -804,6 +835,25 @@ mod tests {
         let f = parse("-- first\nPATTERN A a; QUERY two PATTERN B b -- trailing\n;").unwrap();
         assert_eq!(f.statements.len(), 2);
         assert!(parse("  -- nothing\n").is_err());
+    }
+
+    #[test]
+    fn emit_items() {
+        let src = "PATTERN SEQ(A a, B+ b[]) AFTER MATCH SKIP PAST LAST EVENT \
+                   EMIT a.x AS entry, (max( b.y ) + 1), b.*, count(b);";
+        let st = one(src);
+        assert_eq!(st.emit.len(), 4);
+        let text = |sp: Span| &src[sp.start as usize..sp.end as usize];
+        assert_eq!(st.emit[0].alias.as_ref().unwrap().name, "entry");
+        assert_eq!(text(st.emit[0].span), "a.x");
+        assert_eq!(text(st.emit[1].span), "(max( b.y ) + 1)", "outer parentheses are part of the item");
+        assert!(matches!(&st.emit[2].kind, EmitKind::Event(v) if v.name == "b"));
+        assert_eq!(text(st.emit[3].span), "count(b)");
+        // EMIT may follow any clause, or none.
+        assert_eq!(one("PATTERN A a WHERE a.x > 1 EMIT a.x").emit.len(), 1);
+        assert_eq!(one("PATTERN A a WITHIN 5 PARTITION BY k SELECT EARLIEST EMIT a.*").emit.len(), 1);
+        assert!(parse("PATTERN A a EMIT").is_err());
+        assert!(parse("PATTERN A a EMIT a.x,").is_err());
     }
 
     #[test]

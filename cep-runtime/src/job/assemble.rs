@@ -38,6 +38,12 @@ pub(crate) fn programs(
                         report(&w.render(&q.text, &q.name));
                     }
                 }
+                if c.programs.iter().any(|p| p.object.is_some()) {
+                    // An `EMIT x.*` item shows every field of the event:
+                    // the reader keeps all the fields known now (the ones
+                    // the item's objects can name).
+                    fields.extend(0..schema.field_count() as FieldId);
+                }
                 programs.extend(c.programs);
                 fields.extend(c.fields);
             }

@@ -150,7 +150,7 @@ mod tests {
     }
 
     fn info(name: &str) -> QueryInfo {
-        QueryInfo { name: name.into(), vars: Vec::new(), at_deadline: false }
+        QueryInfo { name: name.into(), vars: Vec::new(), at_deadline: false, emit: Vec::new() }
     }
 
     #[test]

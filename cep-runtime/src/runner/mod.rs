@@ -164,6 +164,7 @@ pub(crate) fn query_info(p: &Program<Event>) -> QueryInfo {
         name: p.name.clone(),
         vars: p.var_names().iter().map(|s| s.to_string()).collect(),
         at_deadline: p.trailing.is_some(),
+        emit: p.emit.iter().map(|i| i.name.clone()).collect(),
     }
 }
 

@@ -85,10 +85,12 @@ impl<E: StreamEvent> Engine<E> {
     }
 
     /// The state's weight in bytes, in O(1): live runs and pending matches
-    /// with their registers, buffer nodes, per-key records and rings.
+    /// with their registers, buffer nodes and the event objects kept beside
+    /// them (`EMIT x.*`), per-key records and rings.
     pub(super) fn state_bytes_now(&self) -> usize {
         self.live_total * self.run_bytes()
             + self.buffer.len() * Buffer::NODE_BYTES
+            + self.buffer.object_bytes()
             + self.parts.len() * PER_PARTITION
             + self.ring.len() * std::mem::size_of::<Value>()
     }
@@ -201,9 +203,10 @@ impl<E: StreamEvent> Engine<E> {
         self.extra.clear(&mut self.buffer);
         // Neither the matches this event completed: it was not processed
         // whole.
-        for r in self.done_runs.drain(..) {
+        for r in &self.done_runs.runs {
             self.buffer.release(r.node);
         }
+        self.done_runs.clear();
         for d in self.done.drain(..) {
             self.buffer.release(d.node);
         }

@@ -5,11 +5,11 @@
 
 use std::cmp::Ordering;
 
-use cep_core::{Match, Timestamp};
+use cep_core::{EmitValue, Match, Timestamp, Value};
 
 use crate::buffer::{Node, NodeId};
 use crate::engines::api::StreamEvent;
-use crate::program::{Selection, SkipTo};
+use crate::program::{EmitWhat, Selection, SkipTo};
 
 use super::Engine;
 use super::runs::Run;
@@ -29,19 +29,26 @@ pub(super) struct Done {
     /// (after-match skip), inclusive.
     pub(super) discard: Option<(u64, u64)>,
     pub(super) discarded: bool,
+    /// The values of the query's `EMIT` items (empty without).
+    pub(super) emit: Vec<EmitValue>,
 }
 
 impl<E: StreamEvent> Engine<E> {
     /// Turns a final run into a [`Done`] (taking over its node reference).
-    pub(super) fn queue_done(&mut self, pid: u32, r: &Run) {
+    /// `regs` are the run's registers (read only by `EMIT` items).
+    pub(super) fn queue_done(&mut self, pid: u32, r: &Run, regs: &[Value]) {
         self.buffer.path(r.node, &mut self.path);
         let n = self.prog.elements.len();
-        let (mut rows, mut ends) = match self.out.take_spare() {
-            Some(m) => (m.rows, m.ends),
-            None => (Vec::with_capacity(self.path.len()), Vec::with_capacity(n)),
+        let (mut rows, mut ends, mut emit) = match self.out.take_spare() {
+            Some(m) => (m.rows, m.ends, m.emit),
+            None => (Vec::with_capacity(self.path.len()), Vec::with_capacity(n), Vec::new()),
         };
         rows.clear();
         ends.clear();
+        emit.clear();
+        if !self.prog.emit.is_empty() {
+            self.emit_values(r, regs, &mut emit);
+        }
         ends.resize(n, 0);
         for node in &self.path {
             rows.push(node.row);
@@ -68,7 +75,28 @@ impl<E: StreamEvent> Engine<E> {
             ends,
             discard,
             discarded: false,
+            emit,
         });
+    }
+
+    /// The values of the `EMIT` items on final run `r`: expressions from
+    /// its registers, `x.*` from the objects kept beside its nodes.
+    #[inline(never)]
+    fn emit_values(&self, r: &Run, regs: &[Value], out: &mut Vec<EmitValue>) {
+        for item in &self.prog.emit {
+            out.push(match &item.what {
+                EmitWhat::Value(f) => EmitValue::Value(f(regs)),
+                EmitWhat::Event { elem, quant } => {
+                    let mut objects = Vec::new();
+                    self.buffer.objects_of(r.node, *elem as u16, &mut objects);
+                    if quant.is_kleene() {
+                        EmitValue::Events(objects)
+                    } else {
+                        objects.pop().map_or(EmitValue::Null, EmitValue::Event)
+                    }
+                }
+            });
+        }
     }
 
     /// Emits the queued final matches: selection, order, after-match skip.
@@ -113,6 +141,7 @@ impl<E: StreamEvent> Engine<E> {
                 end: d.end,
                 rows: std::mem::take(&mut done[i].rows),
                 ends: std::mem::take(&mut done[i].ends),
+                emit: std::mem::take(&mut done[i].emit),
             };
             self.out.emit(m);
             self.stats.matches += 1;

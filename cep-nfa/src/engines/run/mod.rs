@@ -72,7 +72,7 @@ use history::{FramePlan, HistoryShape, Prev1};
 use kind_cache::{KIND_WAYS, KindAnswer, NO_ANSWER};
 use negation::NegLog;
 use partitions::{Hot, Partition, may_give_up};
-use runs::{Run, RunSet};
+use runs::{Finals, Run, RunSet};
 use step::completions_ok;
 use timers::Armed;
 
@@ -143,7 +143,7 @@ pub struct Engine<E> {
     extra: RunSet,
     done: Vec<Done>,
     path: Vec<Node>,
-    done_runs: Vec<Run>,
+    done_runs: Finals,
     deferred_mask: u64,
     /// Most runs per partition (`usize::MAX`: no cap).
     max_runs: usize,
@@ -227,7 +227,7 @@ impl<E: StreamEvent> Engine<E> {
             extra: RunSet::new(stride),
             done: Vec::new(),
             path: Vec::new(),
-            done_runs: Vec::new(),
+            done_runs: Finals::new(if prog.emit.is_empty() { 0 } else { stride }),
             deferred_mask,
             max_runs: usize::MAX,
             meter: Meter::default(),
@@ -325,7 +325,7 @@ impl<E: StreamEvent> Engine<E> {
         s.nodes = self.buffer.len();
         s.partitions = self.idle.in_use(self.parts.len());
         let per_run = std::mem::size_of::<Run>() + self.prog.regs * std::mem::size_of::<Value>();
-        s.state_bytes = (s.runs + s.pending) * per_run + s.nodes * Buffer::NODE_BYTES;
+        s.state_bytes = (s.runs + s.pending) * per_run + s.nodes * Buffer::NODE_BYTES + self.buffer.object_bytes();
         s
     }
 
@@ -465,8 +465,8 @@ impl<E: StreamEvent> Engine<E> {
             let part = &mut self.parts[pid];
             part.runs.clear(&mut self.buffer);
             let pending = std::mem::replace(&mut part.pending, RunSet::new(self.prog.regs));
-            for r in pending.runs {
-                self.queue_done(pid as u32, &r);
+            for (i, r) in pending.runs.iter().enumerate() {
+                self.queue_done(pid as u32, r, pending.regs(i));
             }
             self.parts[pid].log = NegLog::default();
             self.set_live(pid as u32, 0);

@@ -107,6 +107,46 @@ impl RunSet {
     }
 }
 
+/// Runs that became final in one step, with their registers when the
+/// query has `EMIT` items (which read them); without items no register is
+/// copied.
+#[derive(Debug, Default)]
+pub(super) struct Finals {
+    pub(super) runs: Vec<Run>,
+    regs: Vec<Value>,
+    /// Registers per run kept: the query's register count with `EMIT`
+    /// items, else 0.
+    stride: usize,
+}
+
+impl Finals {
+    pub(super) fn new(stride: usize) -> Finals {
+        Finals { runs: Vec::new(), regs: Vec::new(), stride }
+    }
+
+    #[inline]
+    pub(super) fn push(&mut self, run: Run, regs: &[Value]) {
+        self.runs.push(run);
+        if self.stride > 0 {
+            self.regs.extend_from_slice(regs);
+        }
+    }
+
+    /// The registers of run `i` (empty without `EMIT` items).
+    pub(super) fn regs(&self, i: usize) -> &[Value] {
+        &self.regs[i * self.stride..(i + 1) * self.stride]
+    }
+
+    pub(super) fn is_empty(&self) -> bool {
+        self.runs.is_empty()
+    }
+
+    pub(super) fn clear(&mut self) {
+        self.runs.clear();
+        self.regs.clear();
+    }
+}
+
 pub(super) fn window_ok<E>(prog: &Program<E>, run: &Run, j: usize, ts: Timestamp, pos: u64) -> bool {
     match prog.window {
         Some(Window::Time(w)) if beyond(ts, run.start_ts, w) => return false,

@@ -27,6 +27,9 @@ pub struct EngineSnapshot {
     watermark: Timestamp,
     seq: u64,
     stats: SavedStats,
+    /// The event objects kept beside nodes for `EMIT x.*` items, by saved
+    /// node id (empty for every other query).
+    objects: Vec<(u32, cep_core::EventObject)>,
 }
 
 /// The counters as an [`EngineSnapshot`] holds them: the fields, in their
@@ -97,6 +100,7 @@ impl<E: StreamEvent> Engine<E> {
             watermark: self.watermark,
             seq: self.seq,
             stats: SavedStats::of(self.stats),
+            objects: self.buffer.saved_objects(),
         }
     }
 
@@ -169,6 +173,10 @@ impl<E: StreamEvent> Engine<E> {
             return Err(bad("a count beyond 2^62"));
         }
         let (mut buffer, ids) = Buffer::from_nodes(std::mem::take(&mut snap.nodes), elements).map_err(|e| bad(&e))?;
+        for (id, object) in std::mem::take(&mut snap.objects) {
+            let id = *ids.get(&id).ok_or_else(|| bad("an event object of a missing buffer node"))?;
+            buffer.set_object(id, object);
+        }
         for (p, hot) in snap.parts.iter_mut().zip(&snap.hot) {
             for set in [&mut p.runs, &mut p.pending] {
                 if set.regs.len() != set.runs.len() * set.stride {

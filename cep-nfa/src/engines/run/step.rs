@@ -19,7 +19,7 @@ use crate::program::{FrameSlot, Program, RegOp, RegUpdate, Strategy};
 
 use super::Engine;
 use super::negation::{NegLog, negated_in_region};
-use super::runs::{Run, RunSet, deadlines, window_ok};
+use super::runs::{Finals, Run, RunSet, deadlines, window_ok};
 
 /// The event being processed.
 #[derive(Clone, Copy)]
@@ -86,7 +86,7 @@ impl<E: StreamEvent> Engine<E> {
                     && t.frame.iter().all(|p| p(frame, regs))
                     && t.event.iter().all(|&c| (self.prog.elements[j].conds[c].pred)(e, frame, regs))
                 {
-                    self.start(pid, j, ts, pos, row);
+                    self.start(pid, e, j, ts, pos, row);
                     started = true;
                 }
             }
@@ -168,7 +168,8 @@ impl<E: StreamEvent> Engine<E> {
                     }
                     child_regs.copy_from_slice(regs);
                     let step = Step { frame, ts, pos, row };
-                    if let Some(child) = bind(prog, buffer, &part.log, step, child_regs, Some(&run), j, count_before) {
+                    if let Some(child) = bind(prog, buffer, &part.log, step, e, child_regs, Some(&run), j, count_before)
+                    {
                         settle(prog, buffer, child, child_regs, &part.log, extra, &mut part.pending, done_runs);
                     }
                 }
@@ -212,12 +213,12 @@ impl<E: StreamEvent> Engine<E> {
     /// The event starts a partial match at element `j` (its conditions
     /// hold).
     #[inline(never)]
-    pub(super) fn start(&mut self, pid: u32, j: usize, ts: Timestamp, pos: u64, row: u64) {
+    pub(super) fn start(&mut self, pid: u32, e: &E, j: usize, ts: Timestamp, pos: u64, row: u64) {
         let Engine { prog, parts, buffer, frame, null_regs, child_regs, extra, done_runs, .. } = self;
         let part = &mut parts[pid as usize];
         child_regs.copy_from_slice(null_regs);
         let step = Step { frame, ts, pos, row };
-        if let Some(child) = bind(prog, buffer, &part.log, step, child_regs, None, j, 0) {
+        if let Some(child) = bind(prog, buffer, &part.log, step, e, child_regs, None, j, 0) {
             settle(prog, buffer, child, child_regs, &part.log, extra, &mut part.pending, done_runs);
         }
     }
@@ -247,8 +248,8 @@ impl<E: StreamEvent> Engine<E> {
         }
         if !self.done_runs.is_empty() {
             let mut finished = std::mem::take(&mut self.done_runs);
-            for r in &finished {
-                self.queue_done(pid, r);
+            for (i, r) in finished.runs.iter().enumerate() {
+                self.queue_done(pid, r, finished.regs(i));
             }
             finished.clear();
             self.done_runs = finished;
@@ -287,6 +288,7 @@ pub(super) fn bind<E>(
     buffer: &mut Buffer,
     log: &NegLog,
     step: Step<'_>,
+    e: &E,
     regs: &mut [Value],
     from: Option<&Run>,
     j: usize,
@@ -319,6 +321,12 @@ pub(super) fn bind<E>(
         return None;
     }
     let node = buffer.push(from.map_or(NIL, |r| r.node), j as u16, step.row, step.pos);
+    if prog.graph.objects >> j & 1 == 1
+        && let Some(object) = &prog.object
+    {
+        // An `EMIT x.*` item names this element: keep the event's object.
+        buffer.set_object(node, object(e));
+    }
     let mut run = Run {
         elem: j as u16,
         block_at: u16::MAX,
@@ -346,7 +354,7 @@ pub(super) fn settle<E>(
     log: &NegLog,
     keep: &mut RunSet,
     pending: &mut RunSet,
-    done: &mut Vec<Run>,
+    done: &mut Finals,
 ) {
     let j = child.elem as usize;
     let g = &prog.graph;
@@ -363,7 +371,7 @@ pub(super) fn settle<E>(
                     p.expires_pos = u64::MAX;
                     pending.push(p, regs);
                 }
-                None => done.push(child),
+                None => done.push(child, regs),
             }
         }
     }

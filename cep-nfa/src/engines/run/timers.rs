@@ -61,15 +61,15 @@ impl<E: StreamEvent> Engine<E> {
         for i in 0..part.pending.len() {
             let r = part.pending.runs[i];
             if r.expires < wm {
-                due.push(r);
+                due.push(r, part.pending.regs(i));
             } else {
                 part.pending.move_to(i, w);
                 w += 1;
             }
         }
         part.pending.truncate(w);
-        for r in &due {
-            self.queue_done(pid, r);
+        for (i, r) in due.runs.iter().enumerate() {
+            self.queue_done(pid, r, due.regs(i));
         }
         due.clear();
         self.done_runs = due;

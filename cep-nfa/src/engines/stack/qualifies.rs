@@ -38,6 +38,11 @@ pub fn qualifies<E>(prog: &Program<E>) -> Result<(), EngineError> {
     if prog.select != Selection::All {
         return Err(EngineError::select());
     }
+    if !prog.emit.is_empty() {
+        // Its matches carry values read from registers and bound events,
+        // which the stack engine's entries do not keep.
+        return Err(EngineError::emit());
+    }
     if prog.skip != crate::program::SkipTo::None {
         return Err(EngineError::skip());
     }
