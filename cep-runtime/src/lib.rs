@@ -16,21 +16,28 @@
 //!   `order`, `checkpoint`.
 //! - [`job`]: assembles and runs every pipeline from a spec; uses all of
 //!   the above and cep-io's sources and outputs.
-//! - [`runtime`]: a job its caller pushes events to; uses `job`.
+//! - [`record`]: output lines read back as values ([`Record`]), and
+//!   [`RecordStream`], an async stream of them; uses nothing above.
+//! - [`runtime`]: a job its caller pushes events to; uses `job`, `record`.
 //!
-//! The types most callers need are re-exported here.
+//! The types most callers need are re-exported here: [`Runtime`] and its
+//! builder and [`Output`], [`Job`] and [`JobSpec`], [`Record`].
 
 pub mod checkpoint;
 pub mod error;
 pub mod job;
 mod order;
+pub mod record;
 pub mod runner;
 pub mod runtime;
 pub mod shard;
 pub mod sink;
 
 pub use error::{PushError, RestoreError, RunnerError};
+pub use job::{Job, JobError, JobSpec};
+pub use record::{AlertRecord, MatchRecord, Record, RecordStream, StreamSender};
 pub use runner::{LEVEL_KEY_FIELD, LEVELS_BIT, MASK_QUERIES, Runner, RunnerSnapshot, RunnerStats, Summary};
+pub use runtime::{Output, Runtime, RuntimeBuilder};
 pub use sink::{JsonLines, QueryInfo, Sink};
 
 pub(crate) use runner::{partition_field, query_info};

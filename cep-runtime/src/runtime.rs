@@ -25,6 +25,7 @@ use crate::job::{Driver, Job, JobError, JobErrorKind, JobSpec, QueryText};
 use crate::shard::shard_of;
 use cep_core::budget::{OnLimit, StateBudget};
 
+use crate::record::{Record, RecordStream, StreamSender};
 use crate::{JsonLines, PushError, QueryInfo, Runner, RunnerError, Summary};
 
 /// Where a [`Runtime`] writes its output lines.
@@ -36,6 +37,62 @@ pub enum Output {
     /// Each line, without its newline, over a channel (a full bounded
     /// channel blocks the runtime: backpressure).
     Channel(Sender<String>),
+    /// Each line as a [`Record`] (a match with its `EMIT` values, or a
+    /// level alert), to a callback: the same records, in the same order,
+    /// on every thread count.
+    Records(Box<dyn FnMut(Record) + Send>),
+    /// Each line as a [`Record`], over a channel.
+    RecordChannel(Sender<Record>),
+    /// Each line as a [`Record`], to a [`RecordStream`]: made by
+    /// [`Output::stream`].
+    Stream(StreamSender),
+}
+
+impl Output {
+    /// An output of records to an async [`Stream`](futures_core::Stream),
+    /// which holds at most `capacity` records before the runtime waits
+    /// (`0`: no bound), and the stream. It ends when the runtime is
+    /// finished or dropped.
+    ///
+    /// # Examples
+    /// ```
+    /// use std::sync::Arc;
+    /// use std::task::{Context, Poll, Wake, Waker};
+    /// use cep_core::{Event, Sym, Value};
+    /// use cep_runtime::{Output, Record, Runtime};
+    /// use futures_core::Stream;
+    ///
+    /// let (output, mut stream) = Output::stream(0);
+    /// let producer = std::thread::spawn(move || {
+    ///     let mut rt = Runtime::builder().query("PATTERN SEQ(A a, B b) EMIT count(a) AS n").build(output).unwrap();
+    ///     for (row, ty) in ["A", "B", "A", "B"].into_iter().enumerate() {
+    ///         rt.push(&Event::new(Sym::new(ty), row as i64, row as u64, vec![])).unwrap();
+    ///     }
+    ///     rt.finish().unwrap();
+    /// });
+    /// // A tiny executor: poll, and park until woken.
+    /// struct Unpark(std::thread::Thread);
+    /// impl Wake for Unpark {
+    ///     fn wake(self: Arc<Self>) { self.0.unpark() }
+    /// }
+    /// let waker = Waker::from(Arc::new(Unpark(std::thread::current())));
+    /// let mut cx = Context::from_waker(&waker);
+    /// let mut ends = Vec::new();
+    /// loop {
+    ///     match std::pin::Pin::new(&mut stream).poll_next(&mut cx) {
+    ///         Poll::Ready(Some(Record::Match(m))) => ends.push(m.end),
+    ///         Poll::Ready(Some(Record::Alert(_))) => unreachable!(),
+    ///         Poll::Ready(None) => break,
+    ///         Poll::Pending => std::thread::park(),
+    ///     }
+    /// }
+    /// producer.join().unwrap();
+    /// assert_eq!(ends, [1, 3]);
+    /// ```
+    pub fn stream(capacity: usize) -> (Output, RecordStream) {
+        let (tx, stream) = RecordStream::new(capacity);
+        (Output::Stream(tx), stream)
+    }
 }
 
 impl std::fmt::Debug for Output {
@@ -44,6 +101,9 @@ impl std::fmt::Debug for Output {
             Output::Writer(_) => "Output::Writer",
             Output::Lines(_) => "Output::Lines",
             Output::Channel(_) => "Output::Channel",
+            Output::Records(_) => "Output::Records",
+            Output::RecordChannel(_) => "Output::RecordChannel",
+            Output::Stream(_) => "Output::Stream",
         })
     }
 }
@@ -81,6 +141,18 @@ impl Write for LineOut {
             Output::Channel(tx) => {
                 &mut |line| tx.send(line.to_owned()).map_err(|_| io::Error::other("the output channel is closed"))
             }
+            Output::Records(f) => &mut |line| {
+                f(Record::parse(line).map_err(io::Error::other)?);
+                Ok(())
+            },
+            Output::RecordChannel(tx) => &mut |line| {
+                let r = Record::parse(line).map_err(io::Error::other)?;
+                tx.send(r).map_err(|_| io::Error::other("the output channel is closed"))
+            },
+            Output::Stream(tx) => &mut |line| {
+                let r = Record::parse(line).map_err(io::Error::other)?;
+                if tx.send(r) { Ok(()) } else { Err(io::Error::other("the output stream was dropped")) }
+            },
         };
         self.lines.split(buf, |line| {
             let text = std::str::from_utf8(&line[..line.len() - 1]).map_err(io::Error::other)?;

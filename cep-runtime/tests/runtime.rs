@@ -246,3 +246,74 @@ fn deadlines_before_an_event_fire_in_every_statement_first() {
         );
     }
 }
+
+/// Structured output: records with their `EMIT` values, by callback, by
+/// channel and by stream, on 1, 2 and 3 threads: each the lines of one
+/// thread, read back, in the same order (sorted across thread counts, as
+/// the runtime's own threads share the keys with the caller's).
+#[test]
+fn records_carry_the_lines_on_every_output_and_thread_count() {
+    use cep_runtime::record::Record;
+    const EMITTING: &str = "QUERY pair PATTERN SEQ(A a, B b) WHERE [k] AND b.x > a.x WITHIN 10 \
+                            EMIT b.x - a.x AS rise, a.*";
+    let run = |threads: usize, output: Output| {
+        let mut rt = Runtime::builder().query(EMITTING).threads(threads).build(output).unwrap();
+        let evs = events(&rt, 1500);
+        rt.push_batch(&evs).unwrap();
+        rt.finish().unwrap();
+    };
+    let lines = Arc::new(Mutex::new(Vec::new()));
+    let sink = lines.clone();
+    run(1, Output::Lines(Box::new(move |l| sink.lock().unwrap().push(l.to_owned()))));
+    let lines = sorted(lines.lock().unwrap().clone());
+    assert!(lines.len() > 100 && lines[0].contains(r#""emit":{"rise":"#), "{:?}", lines.first());
+    let want: Vec<Record> = lines.iter().map(|l| Record::parse(l).unwrap()).collect();
+    // Written out again (an event object's keys come sorted, see `record`).
+    let as_lines = |rs: Vec<Record>| sorted(rs.iter().map(|r| serde_json::to_string(r).unwrap()).collect());
+    let lines = as_lines(want.clone());
+
+    for threads in [1, 2, 3] {
+        let got = Arc::new(Mutex::new(Vec::new()));
+        let sink = got.clone();
+        run(threads, Output::Records(Box::new(move |r| sink.lock().unwrap().push(r))));
+        let got = std::mem::take(&mut *got.lock().unwrap());
+        assert!(as_lines(got) == lines, "records, {threads} threads");
+
+        let (tx, rx) = crossbeam_channel::unbounded();
+        run(threads, Output::RecordChannel(tx));
+        assert!(as_lines(rx.try_iter().collect()) == lines, "record channel, {threads} threads");
+
+        // A stream with little room: the runtime waits for the consumer.
+        let (output, stream) = Output::stream(4);
+        let producer = std::thread::spawn(move || run(threads, output));
+        let got = poll_all(stream);
+        producer.join().unwrap();
+        assert!(as_lines(got) == lines, "stream, {threads} threads");
+    }
+    let Record::Match(m) = &want[0] else { panic!("a match") };
+    let a = m.emitted("a").and_then(|a| a.as_object()).expect("a.* is an object");
+    assert_eq!(a["type"], "A");
+    assert_eq!(m.emit.iter().map(|(n, _)| n).collect::<Vec<_>>(), ["rise", "a"], "item order kept");
+}
+
+/// Polls a stream to its end on this thread, parking while it is empty.
+fn poll_all(mut stream: cep_runtime::RecordStream) -> Vec<cep_runtime::Record> {
+    use futures_core::Stream;
+    use std::task::{Context, Poll, Wake, Waker};
+    struct Unpark(std::thread::Thread);
+    impl Wake for Unpark {
+        fn wake(self: Arc<Self>) {
+            self.0.unpark();
+        }
+    }
+    let waker = Waker::from(Arc::new(Unpark(std::thread::current())));
+    let mut cx = Context::from_waker(&waker);
+    let mut got = Vec::new();
+    loop {
+        match std::pin::Pin::new(&mut stream).poll_next(&mut cx) {
+            Poll::Ready(Some(r)) => got.push(r),
+            Poll::Ready(None) => return got,
+            Poll::Pending => std::thread::park_timeout(std::time::Duration::from_millis(100)),
+        }
+    }
+}
