@@ -10,7 +10,7 @@
 //! event object (`type`, `ts`, then the non-NULL fields in schema order),
 //! an array for a Kleene variable, null for an absent `?`.
 
-use cep_core::{Event, Match, Schema, Sym, TimeUnit, Value};
+use cep_core::{Event, Match, TimeUnit, Value};
 use cep_nfa::compile::{Options, compile};
 use cep_nfa::engine::Engine;
 use cep_nfa::program::Program;
@@ -19,31 +19,7 @@ use cep_nfa::select::{EngineChoice, QueryEngine};
 use cep_nfa::stack::Construction;
 use cep_nfa::syntax::parse;
 
-/// A stream over the given fields.
-struct Stream {
-    schema: Schema,
-    events: Vec<Event>,
-}
-
-impl Stream {
-    fn new(fields: &[&str]) -> Stream {
-        let mut schema = Schema::new();
-        for f in fields {
-            schema.field(f);
-        }
-        Stream { schema, events: Vec::new() }
-    }
-
-    /// Appends an event (row = its index); `vals` in field order.
-    fn ev(mut self, ty: &str, ts: i64, vals: &[Value]) -> Stream {
-        let mut fields = vals.to_vec();
-        fields.resize(self.schema.field_count(), Value::Null);
-        let row = self.events.len() as u64;
-        self.schema.observe(Sym::new(ty), &fields);
-        self.events.push(Event::new(Sym::new(ty), ts, row, fields));
-        self
-    }
-}
+use cep_testkit::Stream;
 
 /// A match's line without its id (`…,"id":"…"}` cut off, `}` put back).
 fn line(m: &Match, prog: &Program<Event>) -> String {

@@ -12,7 +12,7 @@
 //! [`letters`]: `"A.1@5#2"` is an `A` with x = 1 at ts 5 with key k = 2; by
 //! default the event of row `i` has `ts = i` and no x or k.
 
-use cep_core::{Event, Schema, Sym, TimeUnit, Value};
+use cep_core::{TimeUnit, Value};
 use cep_nfa::reference::{self, RefMatch};
 use cep_nfa::syntax::parse;
 use proptest::test_runner::{Config, TestRunner};
@@ -20,31 +20,7 @@ use proptest::test_runner::{Config, TestRunner};
 // ---------------------------------------------------------------------------
 // Helpers
 
-struct Stream {
-    schema: Schema,
-    events: Vec<Event>,
-}
-
-impl Stream {
-    fn new(fields: &[&str]) -> Stream {
-        let mut schema = Schema::new();
-        for f in fields {
-            schema.field(f);
-        }
-        Stream { schema, events: Vec::new() }
-    }
-
-    /// Appends an event; `vals` in field order (a missing tail is NULL);
-    /// its row is its index.
-    fn ev(mut self, ty: &str, ts: i64, vals: &[Value]) -> Stream {
-        let mut fields = vals.to_vec();
-        fields.resize(self.schema.field_count(), Value::Null);
-        let row = self.events.len() as u64;
-        self.schema.observe(Sym::new(ty), &fields);
-        self.events.push(Event::new(Sym::new(ty), ts, row, fields));
-        self
-    }
-}
+use cep_testkit::Stream;
 
 /// A stream over fields `k`, `x` from tokens `TYPE[.x][@ts][#k]` (`.-` for
 /// a missing x); ts defaults to the row number; k is missing unless given.

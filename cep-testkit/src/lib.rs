@@ -41,7 +41,9 @@ pub mod corpus;
 pub mod drive;
 mod rng;
 mod scratch;
+mod stream;
 
 pub use drive::{run_to_end, try_run_to_end};
 pub use rng::XorShift64;
 pub use scratch::Scratch;
+pub use stream::Stream;

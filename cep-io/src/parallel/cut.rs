@@ -51,13 +51,7 @@ impl Cutter {
         buf.append(&mut self.carry);
         let mut long = false;
         loop {
-            let n = match read_more(&mut self.file, &mut buf, self.block) {
-                Ok(n) => n,
-                Err(e) => return self.fail(&e),
-            };
-            if let Some(c) = &self.counter {
-                c.fetch_add(n as u64, Ordering::Relaxed);
-            }
+            let Some(n) = self.read_counted(&mut buf) else { return };
             if n == 0 {
                 self.ended = true;
                 break;
@@ -94,13 +88,7 @@ impl Cutter {
         let mut chunk = Vec::new();
         loop {
             chunk.clear();
-            let n = match read_more(&mut self.file, &mut chunk, self.block) {
-                Ok(n) => n,
-                Err(e) => return self.fail(&e),
-            };
-            if let Some(c) = &self.counter {
-                c.fetch_add(n as u64, Ordering::Relaxed);
-            }
+            let Some(n) = self.read_counted(&mut chunk) else { return };
             if n == 0 {
                 self.ended = true;
                 return;
@@ -115,6 +103,24 @@ impl Cutter {
     }
 
     /// A read error: it ends the blocks.
+    /// Reads up to a block more into `buf`, counting the bytes for a
+    /// progress display; `None` after a read error (reported by
+    /// [`fail`](Self::fail)).
+    fn read_counted(&mut self, buf: &mut Vec<u8>) -> Option<usize> {
+        match read_more(&mut self.file, buf, self.block) {
+            Ok(n) => {
+                if let Some(c) = &self.counter {
+                    c.fetch_add(n as u64, Ordering::Relaxed);
+                }
+                Some(n)
+            }
+            Err(e) => {
+                self.fail(&e);
+                None
+            }
+        }
+    }
+
     fn fail(&mut self, e: &io::Error) {
         let mut p = Parsed::default();
         p.reset(self.seq);
