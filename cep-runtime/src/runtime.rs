@@ -25,7 +25,7 @@ use crate::job::{Driver, Job, JobError, JobErrorKind, JobSpec, QueryText};
 use crate::shard::shard_of;
 use cep_core::budget::{OnLimit, StateBudget};
 
-use crate::{JsonLines, PushError, QueryInfo, Runner, RunnerError, Summary};
+use crate::{EventBuilder, EventError, JsonLines, PushError, QueryInfo, Runner, RunnerError, Summary};
 
 /// Where a [`Runtime`] writes its output lines.
 pub enum Output {
@@ -293,7 +293,7 @@ impl RuntimeBuilder {
             r.set_flush_after(wait);
         }
         let sink = JsonLines::new(LineOut { output, lines: LineSplitter::default(), written: 0 });
-        Ok(Runtime { job, sink, schema, spec, alert_keys, watched })
+        Ok(Runtime { job, sink, schema, spec, alert_keys, watched, pushed: 0 })
     }
 }
 
@@ -335,6 +335,8 @@ pub struct Runtime {
     alert_keys: HashMap<String, Value>,
     /// The fields alerts watched when the runtime was built.
     watched: Vec<String>,
+    /// Events pushed so far: the row of the next [`event`](Runtime::event).
+    pushed: u64,
 }
 
 impl std::fmt::Debug for Runtime {
@@ -378,12 +380,72 @@ impl Runtime {
     /// Processes one event (see [`Runner::push`]); output so far goes out.
     /// Past the state bound ([`RuntimeBuilder::max_state`]) under the
     /// `fail` policy: [`PushError::StateLimit`], and every later push too.
+    ///
+    /// An event with more field values than [`schema`](Self::schema) has
+    /// fields is refused: [`PushError::Event`], nothing processed.
     pub fn push(&mut self, e: &Event) -> Result<(), PushError> {
+        crate::event::check_width(e, &self.schema)?;
+        self.pushed += 1;
         self.job.driver.push(e, &mut self.sink)?;
         match &self.job.budget {
             Some(b) if b.tripped() => Err(state_limit(b)),
             _ => Ok(()),
         }
+    }
+
+    /// An event of type `ty` at `ts` with its fields set by name against
+    /// [`schema`](Self::schema) ([`EventBuilder::set`]; fields not set are
+    /// NULL). Its row is the number of events pushed so far, so that
+    /// events built and pushed one at a time are numbered 0, 1, 2, …
+    /// ([`EventBuilder::row`] sets another).
+    ///
+    /// # Examples
+    /// ```
+    /// use cep_runtime::runtime::{Output, Runtime};
+    /// use cep_runtime::EventError;
+    ///
+    /// let (tx, rx) = crossbeam_channel::unbounded();
+    /// let mut rt = Runtime::builder()
+    ///     .query("QUERY spike PATTERN SEQ(Tick a, Tick b) WHERE [sym] AND b.price > a.price AND b.vol >= 1000")
+    ///     .build(Output::Channel(tx))
+    ///     .unwrap();
+    /// let a = rt.event("Tick", 1000).set("sym", "ACME")?.set("price", 10250)?.set("vol", 10)?.build();
+    /// rt.push(&a)?;
+    /// let b = rt.event("Tick", 2000).set("sym", "ACME")?.set("price", 10.5e3)?.set("vol", 5000)?.build();
+    /// assert_eq!(b.row, 1);
+    /// rt.push(&b)?;
+    /// let Err(EventError::UnknownField { field, known }) = rt.event("Tick", 3000).set("volume", 1) else {
+    ///     panic!("no such field")
+    /// };
+    /// assert_eq!((field.as_str(), known.len()), ("volume", 3));
+    /// rt.finish()?;
+    /// assert!(rx.recv().unwrap().starts_with(r#"{"query":"spike","key":"ACME","start":1000,"end":2000"#));
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn event(&self, ty: &str, ts: Timestamp) -> EventBuilder<'_> {
+        EventBuilder::new(&self.schema, ty, ts, self.pushed)
+    }
+
+    /// An event of type `ty` at `ts` from `(field, value)` pairs (see
+    /// [`event`](Self::event)); an error names an unknown field.
+    ///
+    /// # Examples
+    /// ```
+    /// use cep_core::Value;
+    /// use cep_runtime::runtime::{Output, Runtime};
+    ///
+    /// let rt = Runtime::builder().query("PATTERN SEQ(A a) WHERE a.x > 1").build(Output::Lines(Box::new(|_| {}))).unwrap();
+    /// let e = rt.event_from("A", 5, [("x", Value::from(2))]).unwrap();
+    /// assert_eq!(e.fields, [Value::Int(2)]);
+    /// assert!(rt.event_from("A", 5, [("y", Value::from(2))]).unwrap_err().to_string().contains("`y`"));
+    /// ```
+    pub fn event_from<'f>(
+        &self,
+        ty: &str,
+        ts: Timestamp,
+        fields: impl IntoIterator<Item = (&'f str, Value)>,
+    ) -> Result<Event, EventError> {
+        fields.into_iter().try_fold(self.event(ty, ts), |b, (name, v)| b.set(name, v)).map(EventBuilder::build)
     }
 
     /// Processes events in order.

@@ -1,0 +1,65 @@
+//! The library's event, summary and program APIs on `Runtime`.
+
+use std::sync::{Arc, Mutex};
+
+use cep_core::{Event, Sym, Value};
+use cep_runtime::runtime::{Output, Runtime};
+use cep_runtime::{EventError, PushError};
+
+fn collecting() -> (Arc<Mutex<Vec<String>>>, Output) {
+    let got = Arc::new(Mutex::new(Vec::new()));
+    let sink = got.clone();
+    (got, Output::Lines(Box::new(move |l| sink.lock().unwrap().push(l.to_owned()))))
+}
+
+#[test]
+fn unknown_field_is_named_with_the_known_ones() {
+    let (_, out) = collecting();
+    let rt = Runtime::builder().query("PATTERN SEQ(A a, B b) WHERE [k] AND b.x > a.x").build(out).unwrap();
+    let err = rt.event("A", 1).set("k", 1).unwrap().set("y", 2).unwrap_err();
+    assert_eq!(err, EventError::UnknownField { field: "y".into(), known: vec!["k".into(), "x".into()] });
+    assert_eq!(err.to_string(), "unknown field `y`; the schema's fields are: k, x");
+    let err = rt.event_from("A", 1, [("z", Value::Null)]).unwrap_err();
+    assert!(matches!(err, EventError::UnknownField { ref field, .. } if field == "z"));
+}
+
+#[test]
+fn extra_fields_are_refused_on_push() {
+    for threads in [1, 2] {
+        let (got, out) = collecting();
+        let mut rt =
+            Runtime::builder().query("QUERY q PATTERN SEQ(A a, B b) WHERE [k]").threads(threads).build(out).unwrap();
+        let wide = Event::new(Sym::new("A"), 1, 0, vec![Value::Int(1), Value::Int(2)]);
+        match rt.push(&wide) {
+            Err(PushError::Event(EventError::TooManyFields { given: 2, known: 1 })) => {}
+            other => panic!("{other:?}"),
+        }
+        // The runtime goes on: the refused event was not processed.
+        let a = rt.event("A", 1).set("k", 1).unwrap().build();
+        assert_eq!(a.row, 0, "a refused event takes no row");
+        rt.push(&a).unwrap();
+        rt.push(&rt.event("B", 2).set("k", 1).unwrap().build()).unwrap();
+        let summary = rt.finish().unwrap();
+        assert_eq!((summary.events, summary.matches.as_slice()), (2, &[1][..]));
+        assert_eq!(got.lock().unwrap().len(), 1);
+    }
+}
+
+#[test]
+fn rows_are_numbered_by_push_unless_given() {
+    let (got, out) = collecting();
+    let mut rt = Runtime::builder().query("QUERY q PATTERN SEQ(A a, B b)").build(out).unwrap();
+    let e = rt.event("X", 0).build();
+    assert_eq!(e.row, 0);
+    rt.push(&e).unwrap();
+    let a = rt.event("A", 1).build();
+    assert_eq!(a.row, 1);
+    rt.push(&a).unwrap();
+    let b = rt.event("B", 2).row(40).build();
+    assert_eq!(b.row, 40);
+    rt.push(&b).unwrap();
+    assert_eq!(rt.event("C", 3).build().row, 3);
+    rt.finish().unwrap();
+    let lines = got.lock().unwrap();
+    assert!(lines[0].contains(r#""vars":{"a":[1],"b":[40]}"#), "{}", lines[0]);
+}
