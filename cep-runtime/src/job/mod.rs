@@ -594,7 +594,7 @@ impl Job {
 
     /// Partial matches dropped, by every query on every thread: to keep a
     /// key within `max_partials_per_key`, or the state within `max_state`
-    /// under [`OnLimit::DropOldest`](cep_core::budget::OnLimit::DropOldest).
+    /// under [`OnLimit::DropOldest`].
     pub fn dropped(&self) -> u64 {
         let stats = self.driver.stats();
         // With shards, the first line is the front's (it runs no query).
