@@ -586,8 +586,17 @@ impl Runtime {
         }
     }
 
+    /// The counts so far, matches by query name included
+    /// ([`Summary::by_query`]). On several threads the matches are counted
+    /// once the shards have finished: [`finish`](Self::finish)'s summary
+    /// has them all.
+    pub fn summary(&self) -> Summary {
+        self.job.summary()
+    }
+
     /// Ends the input: every pending match and deadline is settled, all
-    /// output delivered, threads joined. Returns the counts.
+    /// output delivered, threads joined. Returns the counts, by query name
+    /// too ([`Summary::by_query`]), removed queries' included.
     pub fn finish(mut self) -> io::Result<Summary> {
         self.job.driver.finish(&mut self.sink)?;
         self.sink.flush()?;

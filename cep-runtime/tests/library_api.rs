@@ -63,3 +63,38 @@ fn rows_are_numbered_by_push_unless_given() {
     let lines = got.lock().unwrap();
     assert!(lines[0].contains(r#""vars":{"a":[1],"b":[40]}"#), "{}", lines[0]);
 }
+
+#[test]
+fn removed_query_keeps_its_count_by_name() {
+    for threads in [1, 2] {
+        let (got, out) = collecting();
+        let mut rt =
+            Runtime::builder().query("QUERY kept PATTERN SEQ(A a, B b) WHERE [k]").threads(threads).build(out).unwrap();
+        let mut ts = 0;
+        let mut push = |rt: &mut Runtime, ty: &str, k: i64| {
+            ts += 1;
+            rt.push(&rt.event(ty, ts).set("k", k).unwrap().build()).unwrap();
+        };
+        push(&mut rt, "A", 1);
+        rt.add_query("QUERY gone PATTERN SEQ(A a, C c) WHERE [k]").unwrap();
+        for k in 0..10 {
+            push(&mut rt, "A", k);
+            push(&mut rt, "C", k);
+        }
+        assert!(rt.remove_query("gone").unwrap());
+        for k in 0..10 {
+            push(&mut rt, "A", k);
+            push(&mut rt, "C", k);
+            push(&mut rt, "B", k);
+        }
+        let summary = rt.finish().unwrap();
+        let lines = got.lock().unwrap();
+        let gone = lines.iter().filter(|l| l.contains(r#""query":"gone""#)).count() as u64;
+        let kept = lines.iter().filter(|l| l.contains(r#""query":"kept""#)).count() as u64;
+        assert_eq!((gone, kept), (10, 21), "threads {threads}");
+        assert_eq!(summary.by_query(), [("kept", kept), ("gone", gone)], "threads {threads}");
+        assert_eq!(summary.matches_of("gone"), 10);
+        assert_eq!(summary.matches_of("none"), 0);
+        assert_eq!(summary.matches, [21]);
+    }
+}
