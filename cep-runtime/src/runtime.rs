@@ -16,6 +16,8 @@ use cep_core::{Event, Schema, TimeUnit, Timestamp, Value};
 use cep_index::Alert;
 use cep_io::LineSink;
 use cep_io::output::LineSplitter;
+use cep_nfa::builder::BuildError;
+use cep_nfa::program::Program;
 use cep_nfa::select::EngineChoice;
 use cep_nfa::stack::Construction;
 use cep_time::LatePolicy;
@@ -114,9 +116,32 @@ pub struct RuntimeBuilder {
     time_unit: TimeUnit,
     ordered: bool,
     flush_after: Option<std::time::Duration>,
+    programs: Programs,
+}
+
+/// Makes a program for [`RuntimeBuilder::program`] (one per runner).
+type ProgramFactory = Box<dyn Fn() -> Result<Program<Event>, BuildError> + Send>;
+
+/// The builder's programs (not `Debug` themselves).
+#[derive(Default)]
+struct Programs(Vec<ProgramFactory>);
+
+impl std::fmt::Debug for Programs {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "{} programs", self.0.len())
+    }
 }
 
 impl RuntimeBuilder {
+    /// Adds a pattern built in Rust with
+    /// [`PatternBuilder`](cep_nfa::builder::PatternBuilder) over
+    /// [`Event`]s, after the text queries (see [`Runtime::add_program`]:
+    /// `make` is called once per runner).
+    pub fn program(mut self, make: impl Fn() -> Result<Program<Event>, BuildError> + Send + 'static) -> Self {
+        self.programs.0.push(Box::new(make));
+        self
+    }
+
     /// Adds query statements (LANGUAGE.md §2; several per text are fine).
     pub fn query(mut self, text: &str) -> Self {
         self.queries.push_str(text);
@@ -293,7 +318,11 @@ impl RuntimeBuilder {
             r.set_flush_after(wait);
         }
         let sink = JsonLines::new(LineOut { output, lines: LineSplitter::default(), written: 0 });
-        Ok(Runtime { job, sink, schema, spec, alert_keys, watched, pushed: 0 })
+        let mut rt = Runtime { job, sink, schema, spec, alert_keys, watched, pushed: 0 };
+        for make in self.programs.0 {
+            rt.add_program(make)?;
+        }
+        Ok(rt)
     }
 }
 
@@ -362,6 +391,7 @@ impl Runtime {
             time_unit: TimeUnit::Millis,
             ordered: false,
             flush_after: None,
+            programs: Programs::default(),
         }
     }
 
@@ -529,6 +559,81 @@ impl Runtime {
             }
         }
         Ok(())
+    }
+
+    /// Adds a pattern built in Rust with
+    /// [`PatternBuilder`](cep_nfa::builder::PatternBuilder) over
+    /// [`Event`]s, while events flow: like [`add_query`](Self::add_query),
+    /// it starts at the current watermark (added through
+    /// [`RuntimeBuilder::program`], it sees every event). Its conditions
+    /// read the events' fields by their ids in [`schema`](Self::schema):
+    /// name the fields in [`RuntimeBuilder::schema`] (or in a text query)
+    /// first.
+    ///
+    /// A program is made of closures, which cannot be copied: `make` is
+    /// called once per runner, once on one thread and once per slice of
+    /// the keys on several, and must build the same pattern each time. On
+    /// several threads, partition it with
+    /// [`partition_by_field`](cep_nfa::builder::PatternBuilder::partition_by_field)
+    /// so that its keys spread over the threads (a closure key, or none,
+    /// runs it on one thread). A program is not part of the runtime's
+    /// [`JobSpec`]: it is in no checkpoint. An invalid pattern is
+    /// [`JobErrorKind::Pattern`].
+    ///
+    /// # Examples
+    /// ```
+    /// use cep_core::{Event, Schema, Value};
+    /// use cep_nfa::builder::PatternBuilder;
+    /// use cep_nfa::program::Window;
+    /// use cep_runtime::runtime::{Output, Runtime};
+    ///
+    /// let mut schema = Schema::new();
+    /// let (sym, price) = (schema.field("sym"), schema.field("price"));
+    /// let rise = move || {
+    ///     // A tick, then one at least 2 % above it, within 10 s.
+    ///     let mut p = PatternBuilder::<Event>::new("rise");
+    ///     p.partition_by_field("sym", sym).within(Window::Time(10_000));
+    ///     let a = p.element("a", |_| true);
+    ///     let a_price = p.capture(a, move |e| e.get(price));
+    ///     let b = p.element("b", |_| true);
+    ///     p.condition(b, move |e, ctx| {
+    ///         let (now, then) = (e.get(price).as_i64(), ctx.captured(a_price).as_i64());
+    ///         now.zip(then).is_some_and(|(now, then)| now * 100 >= then * 102)
+    ///     });
+    ///     p.build()
+    /// };
+    /// for threads in [1, 2] {
+    ///     let (tx, rx) = crossbeam_channel::unbounded();
+    ///     let mut rt = Runtime::builder()
+    ///         .schema(schema.clone())
+    ///         .threads(threads)
+    ///         .program(rise)
+    ///         .build(Output::Channel(tx))?;
+    ///     for (ts, s, p) in [(0, "ACME", 100), (1000, "INIT", 50), (2000, "ACME", 103), (3000, "ACME", 104)] {
+    ///         rt.push(&rt.event("Tick", ts).set("sym", s)?.set("price", p)?.build())?;
+    ///     }
+    ///     let summary = rt.finish()?;
+    ///     assert_eq!(summary.by_query(), [("rise", 1)]);
+    ///     let line = rx.recv()?;
+    ///     assert!(line.starts_with(r#"{"query":"rise","key":"ACME","start":0,"end":2000"#), "{line}");
+    /// }
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn add_program(&mut self, make: impl Fn() -> Result<Program<Event>, BuildError>) -> Result<(), JobError> {
+        let build = || make().map_err(|e| JobError::from(JobErrorKind::Pattern(e)));
+        let engine_error = |e: String| JobError::from(JobErrorKind::Engine(e));
+        let first = build()?;
+        cep_nfa::select::explain(&first, self.spec.engine).map_err(|e| engine_error(e.to_string()))?;
+        match &mut self.job.driver {
+            Driver::One(r) => r.add_query(first).map(|_| ()).map_err(|e| engine_error(e.to_string())),
+            Driver::Sharded(r) => {
+                let mut programs = vec![first];
+                for _ in 1..r.slices() {
+                    programs.push(build()?);
+                }
+                r.add_query(programs).map_err(|e| engine_error(e.to_string()))
+            }
+        }
     }
 
     /// Removes the query named `name`: it emits nothing more (see

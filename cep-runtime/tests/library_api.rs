@@ -98,3 +98,76 @@ fn removed_query_keeps_its_count_by_name() {
         assert_eq!(summary.matches, [21]);
     }
 }
+
+/// `SEQ(A a, B b) WHERE [k]` built with the typed builder, keyed by field
+/// or by a closure.
+fn ab_program(
+    k: u32,
+    by_field: bool,
+) -> impl Fn() -> Result<cep_nfa::program::Program<Event>, cep_nfa::builder::BuildError> {
+    move || {
+        let mut p = cep_nfa::builder::PatternBuilder::<Event>::new("built");
+        if by_field {
+            p.partition_by_field("k", k);
+        } else {
+            p.partition_by(move |e: &Event| e.get(k));
+        }
+        p.element("a", |e: &Event| e.ty == Sym::new("A"));
+        p.element("b", |e: &Event| e.ty == Sym::new("B"));
+        p.build()
+    }
+}
+
+#[test]
+fn built_programs_run_like_their_query_on_every_thread_count() {
+    let run = |threads: usize, program: Option<bool>| {
+        let (got, out) = collecting();
+        let mut schema = cep_core::Schema::new();
+        let k = schema.field("k");
+        let mut b = Runtime::builder().schema(schema).threads(threads);
+        b = match program {
+            Some(by_field) => b.program(ab_program(k, by_field)),
+            None => b.query("QUERY built PATTERN SEQ(A a, B b) WHERE [k]"),
+        };
+        let mut rt = b.build(out).unwrap();
+        for i in 0..300i64 {
+            let ty = if i % 3 == 0 { "B" } else { "A" };
+            rt.push(&rt.event(ty, i).set("k", i % 7).unwrap().build()).unwrap();
+        }
+        let summary = rt.finish().unwrap();
+        let mut lines = got.lock().unwrap().clone();
+        lines.sort();
+        (summary.by_query().iter().map(|(q, n)| (q.to_string(), *n)).collect::<Vec<_>>(), lines)
+    };
+    let want = run(1, None);
+    assert!(want.0[0].1 > 0);
+    for threads in [1, 2, 3] {
+        for by_field in [true, false] {
+            let got = run(threads, Some(by_field));
+            assert_eq!(got.0, want.0, "threads {threads}, by field {by_field}");
+            // The same lines, as a multiset.
+            assert_eq!(got.1, want.1, "threads {threads}, by field {by_field}");
+        }
+    }
+}
+
+#[test]
+fn added_program_starts_at_the_watermark_and_a_bad_one_is_refused() {
+    for threads in [1, 2] {
+        let (got, out) = collecting();
+        let mut schema = cep_core::Schema::new();
+        let k = schema.field("k");
+        let mut rt = Runtime::builder().schema(schema).threads(threads).build(out).unwrap();
+        rt.push(&rt.event("A", 0).set("k", 1).unwrap().build()).unwrap();
+        rt.add_program(ab_program(k, true)).unwrap();
+        rt.push(&rt.event("B", 1).set("k", 1).unwrap().build()).unwrap();
+        rt.push(&rt.event("A", 2).set("k", 1).unwrap().build()).unwrap();
+        rt.push(&rt.event("B", 3).set("k", 1).unwrap().build()).unwrap();
+        let err = rt.add_program(|| cep_nfa::builder::PatternBuilder::<Event>::new("empty").build()).unwrap_err();
+        assert!(matches!(err.kind(), cep_runtime::job::JobErrorKind::Pattern(_)), "{err}");
+        assert_eq!(err.to_string(), "invalid pattern: a pattern needs at least one element");
+        assert_eq!(rt.finish().unwrap().by_query(), [("built", 1)]);
+        let lines = got.lock().unwrap();
+        assert!(lines[0].contains(r#""vars":{"a":[2],"b":[3]}"#), "{}", lines[0]);
+    }
+}
