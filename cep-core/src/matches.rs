@@ -20,7 +20,27 @@ use std::fmt;
 use crate::{EmitValue, Timestamp, Value, json};
 
 /// One match: the rows bound to each positive variable.
-#[derive(Clone, Debug, PartialEq)]
+///
+/// It serializes with serde as a struct of its fields ([`Value`]s in
+/// serde's enum form, strings by their text, not their process-local
+/// index), so it round-trips through JSON, postcard and the like.
+///
+/// # Examples
+/// ```
+/// use cep_core::{EmitValue, Match, Value};
+/// let m = Match {
+///     query: 0,
+///     key: Value::str("ACME"),
+///     start: 1000,
+///     end: 2000,
+///     rows: vec![0, 3],
+///     ends: vec![1, 2],
+///     emit: vec![EmitValue::Value(Value::Int(250))],
+/// };
+/// let json = serde_json::to_string(&m).unwrap();
+/// assert_eq!(serde_json::from_str::<Match>(&json).unwrap(), m);
+/// ```
+#[derive(Clone, Debug, PartialEq, serde::Serialize, serde::Deserialize)]
 pub struct Match {
     /// Index of the query in the engine that produced it.
     pub query: usize,
@@ -262,6 +282,33 @@ fn push_str(buf: &mut Vec<u8>, s: &str) {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn match_round_trips_through_serde() {
+        use crate::{Event, EventObject, Sym};
+        let names = [Sym::new("sym"), Sym::new("price")];
+        let tick = Event::new(Sym::new("Tick"), 20, 4, vec![Value::str("ACME"), Value::float(10.5)]);
+        let m = Match {
+            query: 2,
+            key: Value::str("ACME"),
+            start: 10,
+            end: 20,
+            rows: vec![1, 2, 4],
+            ends: vec![2, 3],
+            emit: vec![
+                EmitValue::Value(Value::Bool(true)),
+                EmitValue::Value(Value::Null),
+                EmitValue::Event(EventObject::of(&tick, &names)),
+                EmitValue::Events(vec![EventObject::of(&tick, &names); 2]),
+                EmitValue::Null,
+            ],
+        };
+        let json = serde_json::to_string(&m).unwrap();
+        assert!(json.contains(r#""key":{"Str":"ACME"}"#), "{json}");
+        assert_eq!(serde_json::from_str::<Match>(&json).unwrap(), m);
+        let empty = Match { emit: Vec::new(), key: Value::Null, ..m };
+        assert_eq!(serde_json::from_str::<Match>(&serde_json::to_string(&empty).unwrap()).unwrap(), empty);
+    }
 
     #[test]
     fn id_is_pinned() {

@@ -262,6 +262,17 @@ impl<E: 'static> PatternBuilder<E> {
         self
     }
 
+    /// Partitions the stream by field `field` of the event
+    /// ([`StreamEvent::field`](crate::engine::StreamEvent::field); for a
+    /// `cep_core::Event`, its field with that id in the schema), shown as
+    /// `name`. Unlike [`partition_by`](Self::partition_by)'s closure, a
+    /// runtime on several threads can route the events by this key, so
+    /// that each thread runs some of the keys.
+    pub fn partition_by_field(&mut self, name: &str, field: u32) -> &mut Self {
+        self.prog.key = Some((name.to_owned(), FrameSlot::At(field)));
+        self
+    }
+
     /// Sets the match selection.
     pub fn select(&mut self, s: Selection) -> &mut Self {
         self.prog.select = s;

@@ -29,6 +29,9 @@ pub enum PushError {
         /// The bound in bytes.
         limit: usize,
     },
+    /// The event does not fit the runtime's schema (more field values
+    /// than it has fields); nothing was processed.
+    Event(crate::EventError),
 }
 
 /// The message of a job stopped at its state bound, as `cep` prints it.
@@ -65,11 +68,26 @@ impl std::fmt::Display for PushError {
             }
             PushError::Io(e) => write!(f, "{e}"),
             PushError::StateLimit { hit, limit } => write_state_limit(f, hit, *limit),
+            PushError::Event(e) => write!(f, "{e}"),
         }
     }
 }
 
-impl std::error::Error for PushError {}
+impl std::error::Error for PushError {
+    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+        match self {
+            PushError::Io(e) => Some(e),
+            PushError::Event(e) => Some(e),
+            _ => None,
+        }
+    }
+}
+
+impl From<crate::EventError> for PushError {
+    fn from(e: crate::EventError) -> Self {
+        PushError::Event(e)
+    }
+}
 
 impl From<io::Error> for PushError {
     fn from(e: io::Error) -> Self {

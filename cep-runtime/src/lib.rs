@@ -7,6 +7,7 @@
 //!
 //! - [`sink`]: where output goes: [`Sink`], [`QueryInfo`], [`JsonLines`].
 //! - [`error`]: [`PushError`], [`RunnerError`], [`RestoreError`].
+//! - [`event`]: events built by field name, [`EventBuilder`], [`EventError`].
 //! - [`runner`]: one thread's [`Runner`] and its counts; uses `sink`, `error`,
 //!   the engines (cep-nfa), the reorder buffer (cep-time) and level alerts
 //!   (cep-index).
@@ -25,6 +26,7 @@
 
 pub mod checkpoint;
 pub mod error;
+pub mod event;
 pub mod job;
 mod order;
 pub mod record;
@@ -34,6 +36,7 @@ pub mod shard;
 pub mod sink;
 
 pub use error::{PushError, RestoreError, RunnerError};
+pub use event::{EventBuilder, EventError};
 pub use job::{Job, JobError, JobSpec};
 pub use record::{AlertRecord, MatchRecord, Record, RecordStream, StreamSender};
 pub use runner::{LEVEL_KEY_FIELD, LEVELS_BIT, MASK_QUERIES, Runner, RunnerSnapshot, RunnerStats, Summary};

@@ -16,6 +16,8 @@ use cep_core::{Event, Schema, TimeUnit, Timestamp, Value};
 use cep_index::Alert;
 use cep_io::LineSink;
 use cep_io::output::LineSplitter;
+use cep_nfa::builder::BuildError;
+use cep_nfa::program::Program;
 use cep_nfa::select::EngineChoice;
 use cep_nfa::stack::Construction;
 use cep_time::LatePolicy;
@@ -26,7 +28,7 @@ use crate::shard::shard_of;
 use cep_core::budget::{OnLimit, StateBudget};
 
 use crate::record::{Record, RecordStream, StreamSender};
-use crate::{JsonLines, PushError, QueryInfo, Runner, RunnerError, Summary};
+use crate::{EventBuilder, EventError, JsonLines, PushError, QueryInfo, Runner, RunnerError, Summary};
 
 /// Where a [`Runtime`] writes its output lines.
 pub enum Output {
@@ -186,9 +188,32 @@ pub struct RuntimeBuilder {
     time_unit: TimeUnit,
     ordered: bool,
     flush_after: Option<std::time::Duration>,
+    programs: Programs,
+}
+
+/// Makes a program for [`RuntimeBuilder::program`] (one per runner).
+type ProgramFactory = Box<dyn Fn() -> Result<Program<Event>, BuildError> + Send>;
+
+/// The builder's programs (not `Debug` themselves).
+#[derive(Default)]
+struct Programs(Vec<ProgramFactory>);
+
+impl std::fmt::Debug for Programs {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "{} programs", self.0.len())
+    }
 }
 
 impl RuntimeBuilder {
+    /// Adds a pattern built in Rust with
+    /// [`PatternBuilder`](cep_nfa::builder::PatternBuilder) over
+    /// [`Event`]s, after the text queries (see [`Runtime::add_program`]:
+    /// `make` is called once per runner).
+    pub fn program(mut self, make: impl Fn() -> Result<Program<Event>, BuildError> + Send + 'static) -> Self {
+        self.programs.0.push(Box::new(make));
+        self
+    }
+
     /// Adds query statements (LANGUAGE.md §2; several per text are fine).
     pub fn query(mut self, text: &str) -> Self {
         self.queries.push_str(text);
@@ -365,7 +390,11 @@ impl RuntimeBuilder {
             r.set_flush_after(wait);
         }
         let sink = JsonLines::new(LineOut { output, lines: LineSplitter::default(), written: 0 });
-        Ok(Runtime { job, sink, schema, spec, alert_keys, watched })
+        let mut rt = Runtime { job, sink, schema, spec, alert_keys, watched, pushed: 0 };
+        for make in self.programs.0 {
+            rt.add_program(make)?;
+        }
+        Ok(rt)
     }
 }
 
@@ -407,6 +436,8 @@ pub struct Runtime {
     alert_keys: HashMap<String, Value>,
     /// The fields alerts watched when the runtime was built.
     watched: Vec<String>,
+    /// Events pushed so far: the row of the next [`event`](Runtime::event).
+    pushed: u64,
 }
 
 impl std::fmt::Debug for Runtime {
@@ -432,6 +463,7 @@ impl Runtime {
             time_unit: TimeUnit::Millis,
             ordered: false,
             flush_after: None,
+            programs: Programs::default(),
         }
     }
 
@@ -450,12 +482,72 @@ impl Runtime {
     /// Processes one event (see [`Runner::push`]); output so far goes out.
     /// Past the state bound ([`RuntimeBuilder::max_state`]) under the
     /// `fail` policy: [`PushError::StateLimit`], and every later push too.
+    ///
+    /// An event with more field values than [`schema`](Self::schema) has
+    /// fields is refused: [`PushError::Event`], nothing processed.
     pub fn push(&mut self, e: &Event) -> Result<(), PushError> {
+        crate::event::check_width(e, &self.schema)?;
+        self.pushed += 1;
         self.job.driver.push(e, &mut self.sink)?;
         match &self.job.budget {
             Some(b) if b.tripped() => Err(state_limit(b)),
             _ => Ok(()),
         }
+    }
+
+    /// An event of type `ty` at `ts` with its fields set by name against
+    /// [`schema`](Self::schema) ([`EventBuilder::set`]; fields not set are
+    /// NULL). Its row is the number of events pushed so far, so that
+    /// events built and pushed one at a time are numbered 0, 1, 2, …
+    /// ([`EventBuilder::row`] sets another).
+    ///
+    /// # Examples
+    /// ```
+    /// use cep_runtime::runtime::{Output, Runtime};
+    /// use cep_runtime::EventError;
+    ///
+    /// let (tx, rx) = crossbeam_channel::unbounded();
+    /// let mut rt = Runtime::builder()
+    ///     .query("QUERY spike PATTERN SEQ(Tick a, Tick b) WHERE [sym] AND b.price > a.price AND b.vol >= 1000")
+    ///     .build(Output::Channel(tx))
+    ///     .unwrap();
+    /// let a = rt.event("Tick", 1000).set("sym", "ACME")?.set("price", 10250)?.set("vol", 10)?.build();
+    /// rt.push(&a)?;
+    /// let b = rt.event("Tick", 2000).set("sym", "ACME")?.set("price", 10.5e3)?.set("vol", 5000)?.build();
+    /// assert_eq!(b.row, 1);
+    /// rt.push(&b)?;
+    /// let Err(EventError::UnknownField { field, known }) = rt.event("Tick", 3000).set("volume", 1) else {
+    ///     panic!("no such field")
+    /// };
+    /// assert_eq!((field.as_str(), known.len()), ("volume", 3));
+    /// rt.finish()?;
+    /// assert!(rx.recv().unwrap().starts_with(r#"{"query":"spike","key":"ACME","start":1000,"end":2000"#));
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn event(&self, ty: &str, ts: Timestamp) -> EventBuilder<'_> {
+        EventBuilder::new(&self.schema, ty, ts, self.pushed)
+    }
+
+    /// An event of type `ty` at `ts` from `(field, value)` pairs (see
+    /// [`event`](Self::event)); an error names an unknown field.
+    ///
+    /// # Examples
+    /// ```
+    /// use cep_core::Value;
+    /// use cep_runtime::runtime::{Output, Runtime};
+    ///
+    /// let rt = Runtime::builder().query("PATTERN SEQ(A a) WHERE a.x > 1").build(Output::Lines(Box::new(|_| {}))).unwrap();
+    /// let e = rt.event_from("A", 5, [("x", Value::from(2))]).unwrap();
+    /// assert_eq!(e.fields, [Value::Int(2)]);
+    /// assert!(rt.event_from("A", 5, [("y", Value::from(2))]).unwrap_err().to_string().contains("`y`"));
+    /// ```
+    pub fn event_from<'f>(
+        &self,
+        ty: &str,
+        ts: Timestamp,
+        fields: impl IntoIterator<Item = (&'f str, Value)>,
+    ) -> Result<Event, EventError> {
+        fields.into_iter().try_fold(self.event(ty, ts), |b, (name, v)| b.set(name, v)).map(EventBuilder::build)
     }
 
     /// Processes events in order.
@@ -541,6 +633,81 @@ impl Runtime {
         Ok(())
     }
 
+    /// Adds a pattern built in Rust with
+    /// [`PatternBuilder`](cep_nfa::builder::PatternBuilder) over
+    /// [`Event`]s, while events flow: like [`add_query`](Self::add_query),
+    /// it starts at the current watermark (added through
+    /// [`RuntimeBuilder::program`], it sees every event). Its conditions
+    /// read the events' fields by their ids in [`schema`](Self::schema):
+    /// name the fields in [`RuntimeBuilder::schema`] (or in a text query)
+    /// first.
+    ///
+    /// A program is made of closures, which cannot be copied: `make` is
+    /// called once per runner, once on one thread and once per slice of
+    /// the keys on several, and must build the same pattern each time. On
+    /// several threads, partition it with
+    /// [`partition_by_field`](cep_nfa::builder::PatternBuilder::partition_by_field)
+    /// so that its keys spread over the threads (a closure key, or none,
+    /// runs it on one thread). A program is not part of the runtime's
+    /// [`JobSpec`]: it is in no checkpoint. An invalid pattern is
+    /// [`JobErrorKind::Pattern`].
+    ///
+    /// # Examples
+    /// ```
+    /// use cep_core::{Event, Schema, Value};
+    /// use cep_nfa::builder::PatternBuilder;
+    /// use cep_nfa::program::Window;
+    /// use cep_runtime::runtime::{Output, Runtime};
+    ///
+    /// let mut schema = Schema::new();
+    /// let (sym, price) = (schema.field("sym"), schema.field("price"));
+    /// let rise = move || {
+    ///     // A tick, then one at least 2 % above it, within 10 s.
+    ///     let mut p = PatternBuilder::<Event>::new("rise");
+    ///     p.partition_by_field("sym", sym).within(Window::Time(10_000));
+    ///     let a = p.element("a", |_| true);
+    ///     let a_price = p.capture(a, move |e| e.get(price));
+    ///     let b = p.element("b", |_| true);
+    ///     p.condition(b, move |e, ctx| {
+    ///         let (now, then) = (e.get(price).as_i64(), ctx.captured(a_price).as_i64());
+    ///         now.zip(then).is_some_and(|(now, then)| now * 100 >= then * 102)
+    ///     });
+    ///     p.build()
+    /// };
+    /// for threads in [1, 2] {
+    ///     let (tx, rx) = crossbeam_channel::unbounded();
+    ///     let mut rt = Runtime::builder()
+    ///         .schema(schema.clone())
+    ///         .threads(threads)
+    ///         .program(rise)
+    ///         .build(Output::Channel(tx))?;
+    ///     for (ts, s, p) in [(0, "ACME", 100), (1000, "INIT", 50), (2000, "ACME", 103), (3000, "ACME", 104)] {
+    ///         rt.push(&rt.event("Tick", ts).set("sym", s)?.set("price", p)?.build())?;
+    ///     }
+    ///     let summary = rt.finish()?;
+    ///     assert_eq!(summary.by_query(), [("rise", 1)]);
+    ///     let line = rx.recv()?;
+    ///     assert!(line.starts_with(r#"{"query":"rise","key":"ACME","start":0,"end":2000"#), "{line}");
+    /// }
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn add_program(&mut self, make: impl Fn() -> Result<Program<Event>, BuildError>) -> Result<(), JobError> {
+        let build = || make().map_err(|e| JobError::from(JobErrorKind::Pattern(e)));
+        let engine_error = |e: String| JobError::from(JobErrorKind::Engine(e));
+        let first = build()?;
+        cep_nfa::select::explain(&first, self.spec.engine).map_err(|e| engine_error(e.to_string()))?;
+        match &mut self.job.driver {
+            Driver::One(r) => r.add_query(first).map(|_| ()).map_err(|e| engine_error(e.to_string())),
+            Driver::Sharded(r) => {
+                let mut programs = vec![first];
+                for _ in 1..r.slices() {
+                    programs.push(build()?);
+                }
+                r.add_query(programs).map_err(|e| engine_error(e.to_string()))
+            }
+        }
+    }
+
     /// Removes the query named `name`: it emits nothing more (see
     /// [`Runner::remove_query`]). False if there is none.
     pub fn remove_query(&mut self, name: &str) -> Result<bool, PushError> {
@@ -596,8 +763,17 @@ impl Runtime {
         }
     }
 
+    /// The counts so far, matches by query name included
+    /// ([`Summary::by_query`]). On several threads the matches are counted
+    /// once the shards have finished: [`finish`](Self::finish)'s summary
+    /// has them all.
+    pub fn summary(&self) -> Summary {
+        self.job.summary()
+    }
+
     /// Ends the input: every pending match and deadline is settled, all
-    /// output delivered, threads joined. Returns the counts.
+    /// output delivered, threads joined. Returns the counts, by query name
+    /// too ([`Summary::by_query`]), removed queries' included.
     pub fn finish(mut self) -> io::Result<Summary> {
         self.job.driver.finish(&mut self.sink)?;
         self.sink.flush()?;

@@ -174,6 +174,8 @@ impl<W: JobOutput> Loop<'_, '_, W> {
             }
             PushError::Io(io) => write_failed(io),
             PushError::StateLimit { hit, limit } => JobErrorKind::StateLimit { hit, limit }.into(),
+            // Only `Runtime::push` checks an event's width; never here.
+            other @ PushError::Event(_) => write_failed(std::io::Error::other(other.to_string())),
         })?;
         if self.opts.streaming && self.driver.emitted() != before {
             self.sink.flush().map_err(write_failed)?;
@@ -338,6 +340,8 @@ pub(crate) fn push_failed(e: PushError) -> JobError {
     match e {
         PushError::Io(io) => write_failed(io),
         PushError::StateLimit { hit, limit } => JobErrorKind::StateLimit { hit, limit }.into(),
-        late @ PushError::Late { .. } => write_failed(std::io::Error::other(late.to_string())),
+        other @ (PushError::Late { .. } | PushError::Event(_)) => {
+            write_failed(std::io::Error::other(other.to_string()))
+        }
     }
 }

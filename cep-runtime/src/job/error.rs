@@ -67,6 +67,10 @@ pub enum JobErrorKind {
         /// The bound in bytes.
         limit: usize,
     },
+    /// A program built with [`PatternBuilder`](cep_nfa::builder::PatternBuilder)
+    /// for [`Runtime::add_program`](crate::runtime::Runtime::add_program)
+    /// is invalid.
+    Pattern(cep_nfa::builder::BuildError),
     /// The late-event file cannot be opened.
     LateFile(io::Error),
     /// The shard threads cannot be started.
@@ -143,6 +147,7 @@ impl JobError {
         match &self.kind {
             Spec(_)
             | Compile { .. }
+            | Pattern(_)
             | Engine(_)
             | Alerts { .. }
             | Late { .. }
@@ -179,6 +184,7 @@ impl fmt::Display for JobError {
             Late { file, line, row, message } => write!(f, "{file}:{line}: row {row}: {message}"),
             Write(e) => write!(f, "writing output: {e}"),
             StateLimit { hit, limit } => crate::error::write_state_limit(f, hit, *limit),
+            Pattern(e) => write!(f, "invalid pattern: {e}"),
             LateFile(e) => write!(f, "cannot open the late-event file: {e}"),
             Threads { count, error } => write!(f, "cannot start {count} threads: {error}"),
             Reopen { file, error } => write!(f, "cannot read {file}: {error}"),
@@ -213,6 +219,7 @@ impl std::error::Error for JobError {
             Write(e) | LateFile(e) | Threads { error: e, .. } | Reopen { error: e, .. } => Some(e),
             Checkpoint { error, .. } => Some(error),
             Input(e) => Some(e),
+            Pattern(e) => Some(e),
             _ => None,
         }
     }

@@ -38,6 +38,51 @@ pub struct Summary {
     pub matches: Vec<u64>,
     /// Level alerts fired.
     pub fires: u64,
+    /// The queries' names, by index as in [`matches`](Self::matches).
+    /// Not saved in checkpoints (a restored runner takes them from its
+    /// queries), so that the checkpoint format stays as it was.
+    #[serde(skip)]
+    pub queries: Vec<String>,
+    /// The queries removed while events flowed
+    /// ([`Runner::remove_query`]), with their matches until then, in order
+    /// of removal. Not saved in checkpoints (the binary never removes a
+    /// query).
+    #[serde(skip)]
+    pub removed: Vec<(String, u64)>,
+}
+
+impl Summary {
+    /// Matches by query name: the queries running, in index order, then
+    /// the removed ones in order of removal (a name added again after its
+    /// removal appears once per run of it).
+    ///
+    /// # Examples
+    /// ```
+    /// use cep_runtime::runtime::{Output, Runtime};
+    ///
+    /// let mut rt = Runtime::builder()
+    ///     .query("QUERY ab PATTERN SEQ(A a, B b);")
+    ///     .query("QUERY bc PATTERN SEQ(B b, C c)")
+    ///     .build(Output::Lines(Box::new(|_| {})))
+    ///     .unwrap();
+    /// for (ts, ty) in ["A", "B", "C"].into_iter().enumerate() {
+    ///     rt.push(&rt.event(ty, ts as i64).build()).unwrap();
+    /// }
+    /// rt.remove_query("ab").unwrap();
+    /// let summary = rt.finish().unwrap();
+    /// assert_eq!(summary.by_query(), [("bc", 1), ("ab", 1)]);
+    /// assert_eq!(summary.matches_of("ab"), 1);
+    /// ```
+    pub fn by_query(&self) -> Vec<(&str, u64)> {
+        let live = self.matches.iter().enumerate().map(|(i, &n)| (self.queries.get(i).map_or("", String::as_str), n));
+        live.chain(self.removed.iter().map(|(name, n)| (name.as_str(), *n))).collect()
+    }
+
+    /// The matches of every query named `name`, running or removed (0 if
+    /// there is none).
+    pub fn matches_of(&self, name: &str) -> u64 {
+        self.by_query().into_iter().filter(|(q, _)| *q == name).fold(0, |a, (_, n)| a.saturating_add(n))
+    }
 }
 
 /// Runs several queries over one event stream, in one thread.
@@ -184,8 +229,9 @@ impl Runner {
         choice: EngineChoice,
         construction: Construction,
     ) -> Result<Runner, RunnerError> {
-        let infos = programs.iter().map(query_info).collect();
+        let infos: Vec<QueryInfo> = programs.iter().map(query_info).collect();
         let n = programs.len();
+        let queries = infos.iter().map(|q| q.name.clone()).collect();
         let engines = programs
             .into_iter()
             .map(|p| QueryEngine::new(p, choice, construction).map_err(|e| RunnerError::engine(e.to_string())))
@@ -196,7 +242,7 @@ impl Runner {
             watermark: Watermark::new(0),
             late: LatePolicy::Drop,
             late_out: None,
-            summary: Summary { matches: vec![0; n], ..Summary::default() },
+            summary: Summary { matches: vec![0; n], queries, ..Summary::default() },
             line: Vec::new(),
             field_names: Vec::new(),
             reorder: None,
@@ -360,18 +406,24 @@ impl Runner {
         self.engines.push(engine);
         self.infos.push(info);
         self.summary.matches.push(0);
+        self.summary.queries.push(self.infos[self.infos.len() - 1].name.clone());
         Ok(self.engines.len() - 1)
     }
 
     /// Removes the query named `name` (the first, if several share it);
     /// false if there is none. It emits nothing more, not even matches it
-    /// would have completed at the end of the input; its count leaves the
-    /// summary, and later queries move down one index.
+    /// would have completed at the end of the input; its count moves to
+    /// the summary's [`removed`](Summary::removed), and later queries move
+    /// down one index.
     pub fn remove_query(&mut self, name: &str) -> bool {
         let Some(i) = self.infos.iter().position(|q| q.name == name) else { return false };
         self.engines.remove(i);
-        self.infos.remove(i);
-        self.summary.matches.remove(i);
+        let info = self.infos.remove(i);
+        let count = self.summary.matches.remove(i);
+        if i < self.summary.queries.len() {
+            self.summary.queries.remove(i);
+        }
+        self.summary.removed.push((info.name, count));
         true
     }
 

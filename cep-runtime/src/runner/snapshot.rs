@@ -126,7 +126,9 @@ impl Runner {
         }
         self.reorder = snap.reorder.map(ReorderBuffer::from_snapshot);
         self.watermark = snap.watermark;
-        self.summary = snap.summary;
+        let removed = std::mem::take(&mut self.summary.removed);
+        self.summary =
+            Summary { queries: self.infos.iter().map(|q| q.name.clone()).collect(), removed, ..snap.summary };
         // The engines next see an on-time event (at or after the watermark)
         // or a held one: a saved state the runner wrote never has an engine
         // past either. One that does (made by hand, or by another program)

@@ -490,9 +490,18 @@ impl ShardedRunner {
     pub fn summary(&self) -> Summary {
         let mut s = self.front.summary().clone();
         s.matches = vec![0; self.infos.len()];
+        s.queries = self.infos.iter().map(|q| q.name.clone()).collect();
+        s.removed = Vec::new();
         for d in &self.done {
             for (m, n) in s.matches.iter_mut().zip(&d.matches) {
                 *m += n;
+            }
+            // Every slice saw the same removals, in the same order.
+            for (i, (name, n)) in d.removed.iter().enumerate() {
+                match s.removed.get_mut(i) {
+                    Some((_, m)) => *m += n,
+                    None => s.removed.push((name.clone(), *n)),
+                }
             }
             s.fires += d.fires;
         }
