@@ -79,6 +79,29 @@ pub struct LimitHit {
     pub bytes: usize,
 }
 
+impl LimitHit {
+    /// What a query's engine held at the bound: `largest` is its key with
+    /// the most partial matches and their count (`None`: it holds none),
+    /// each weighing `each` bytes; `keyed` says whether the query has a
+    /// partition key to name; `bytes` is the engine's whole state.
+    pub fn of_query(
+        query: &str,
+        keyed: bool,
+        largest: Option<(crate::Value, usize)>,
+        each: usize,
+        bytes: usize,
+    ) -> LimitHit {
+        let (key, partials) = largest.map_or((None, 0), |(k, n)| (Some(k), n));
+        LimitHit {
+            holder: query.to_owned(),
+            key: if keyed { key } else { None },
+            key_bytes: partials * each,
+            key_partials: partials,
+            bytes,
+        }
+    }
+}
+
 /// The bytes a job may keep, shared by all its meters (one per query
 /// engine and reorder buffer, across threads).
 #[derive(Debug)]

@@ -2,10 +2,10 @@
 //! match, with its `EMIT` values, or a level alert that fired), read back
 //! from the JSON the job writes.
 //!
-//! The lines are the one output every thread count produces in the same
-//! order (the shards format their matches where they run them and the
-//! calling thread merges lines), so a record read from a line is the same
-//! whatever the threads; it costs a JSON parse per line (about a
+//! The lines are the one output every thread count produces alike (the
+//! shards format their matches where they run them; with ordered output
+//! the calling thread merges them in one thread's order), so a record read
+//! from a line is the same whatever the threads; it costs a JSON parse per line (about a
 //! microsecond), which a caller that wants text avoids with
 //! [`Output::Lines`](crate::runtime::Output::Lines). [`RecordStream`] hands
 //! records to async code as a [`futures_core::Stream`].

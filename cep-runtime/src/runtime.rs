@@ -40,8 +40,8 @@ pub enum Output {
     /// channel blocks the runtime: backpressure).
     Channel(Sender<String>),
     /// Each line as a [`Record`] (a match with its `EMIT` values, or a
-    /// level alert), to a callback: the same records, in the same order,
-    /// on every thread count.
+    /// level alert), to a callback: the same records on every thread count
+    /// (in one thread's order with [`RuntimeBuilder::ordered_output`]).
     Records(Box<dyn FnMut(Record) + Send>),
     /// Each line as a [`Record`], over a channel.
     RecordChannel(Sender<Record>),

@@ -182,22 +182,17 @@ impl<E: StreamEvent> Engine<E> {
     /// the state go (the run is over; its memory is not needed for it).
     fn halt(&mut self, budget: &StateBudget) {
         let bytes = self.state_bytes_now();
-        let largest = self.parts.iter().max_by_key(|p| p.runs.len() + p.pending.len());
-        let (key, partials) = largest.map_or((None, 0), |p| (Some(p.key), p.runs.len() + p.pending.len()));
-        budget.trip(LimitHit {
-            holder: self.prog.name.clone(),
-            key: if self.prog.key.is_some() { key } else { None },
-            key_bytes: partials * self.run_bytes(),
-            key_partials: partials,
-            bytes,
-        });
+        let partials = |p: &Partition| p.runs.len() + p.pending.len();
+        let largest = self.parts.iter().max_by_key(|p| partials(p)).map(|p| (p.key, partials(p)));
+        budget.trip(LimitHit::of_query(&self.prog.name, self.prog.key.is_some(), largest, self.run_bytes(), bytes));
         self.halted = true;
+        let regs = self.prog.regs;
+        let fresh = || super::runs::RunSet::new(regs);
         for pid in 0..self.parts.len() {
+            // Emptied with their capacity: the memory goes back.
             let part = &mut self.parts[pid];
-            part.runs.clear(&mut self.buffer);
-            part.pending.clear(&mut self.buffer);
-            part.runs = super::runs::RunSet::new(self.prog.regs);
-            part.pending = super::runs::RunSet::new(self.prog.regs);
+            std::mem::replace(&mut part.runs, fresh()).clear(&mut self.buffer);
+            std::mem::replace(&mut part.pending, fresh()).clear(&mut self.buffer);
             self.set_live(pid as u32, 0);
         }
         self.extra.clear(&mut self.buffer);

@@ -72,7 +72,7 @@ use history::{FramePlan, HistoryShape, Prev1};
 use kind_cache::{KIND_WAYS, KindAnswer, NO_ANSWER};
 use negation::NegLog;
 use partitions::{Hot, Partition, may_give_up};
-use runs::{Finals, Run, RunSet};
+use runs::{Finals, RunSet};
 use step::completions_ok;
 use timers::Armed;
 
@@ -324,8 +324,8 @@ impl<E: StreamEvent> Engine<E> {
         s.pending = self.parts.iter().map(|p| p.pending.len()).sum();
         s.nodes = self.buffer.len();
         s.partitions = self.idle.in_use(self.parts.len());
-        let per_run = std::mem::size_of::<Run>() + self.prog.regs * std::mem::size_of::<Value>();
-        s.state_bytes = (s.runs + s.pending) * per_run + s.nodes * Buffer::NODE_BYTES + self.buffer.object_bytes();
+        s.state_bytes =
+            (s.runs + s.pending) * self.run_bytes() + s.nodes * Buffer::NODE_BYTES + self.buffer.object_bytes();
         s
     }
 

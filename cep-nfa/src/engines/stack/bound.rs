@@ -128,15 +128,8 @@ impl<E: StreamEvent> StackEngine<E> {
     fn halt(&mut self, budget: &StateBudget) {
         let bytes = self.state_bytes_now();
         let live = |p: &Part| p.stacks.iter().map(Stack::live).sum::<usize>();
-        let largest = self.parts.iter().max_by_key(|p| live(p));
-        let (key, partials) = largest.map_or((None, 0), |p| (Some(p.key), live(p)));
-        budget.trip(LimitHit {
-            holder: self.prog.name.clone(),
-            key: if self.prog.key.is_some() { key } else { None },
-            key_bytes: partials * self.entry_bytes(),
-            key_partials: partials,
-            bytes,
-        });
+        let largest = self.parts.iter().max_by_key(|p| live(p)).map(|p| (p.key, live(p)));
+        budget.trip(LimitHit::of_query(&self.prog.name, self.prog.key.is_some(), largest, self.entry_bytes(), bytes));
         self.halted = true;
         for p in &mut self.parts {
             for s in &mut p.stacks {
