@@ -7,6 +7,7 @@ pub mod event;
 pub mod json;
 pub mod keys;
 pub mod matches;
+pub mod remote;
 pub mod schema;
 pub mod time;
 pub mod value;

@@ -1,0 +1,188 @@
+//! Remote predicates (LANGUAGE.md §8): the calls an engine makes to a
+//! function answered outside it, and the [`Resolver`] that answers them.
+//!
+//! The engine makes [`Call`]s and reads [`Answer`]s; it never waits on a
+//! socket itself, and the clients know nothing of runs or matches. The seam
+//! lives here, in the event model, so that neither side names the other:
+//! `cep-nfa` uses these types, `cep-remote` implements [`Resolver`] over
+//! HTTP, and a library user may implement it for an in-process function
+//! ([`FnResolver`] is the simplest such one).
+//!
+//! A resolver belongs to one shard (one engine thread): it is `Send`, not
+//! shared. Its bound on calls in flight is the shard's backpressure:
+//! [`Resolver::submit`] waits while the bound is reached, so a shard whose
+//! service is slow stops taking input rather than queueing without end.
+
+use std::time::Duration;
+
+use crate::Value;
+
+/// Names one call of an engine: unique among the calls of one resolver
+/// (the engine numbers them), and kept in checkpoints, so that a resumed
+/// run issues the calls it was waiting for again.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord, serde::Serialize, serde::Deserialize)]
+pub struct CallId(pub u64);
+
+/// One call of a remote function: which function (its index among the
+/// functions the resolver was built for, in declaration order) and its
+/// arguments, already checked against the declaration's types.
+#[derive(Clone, Debug, PartialEq, serde::Serialize, serde::Deserialize)]
+pub struct Call {
+    /// The engine's name for this call.
+    pub id: CallId,
+    /// The function's index.
+    pub func: u16,
+    /// The arguments, in the declaration's order.
+    pub args: Vec<Value>,
+}
+
+/// What a call came back with.
+#[derive(Clone, Debug, PartialEq)]
+pub enum Answer {
+    /// The function's value for the call's arguments.
+    Value(bool),
+    /// No value after the resolver's retries: the engine applies the
+    /// failure policy (`--remote-failure`).
+    Failed(CallError),
+}
+
+/// Why a call has no value.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct CallError {
+    /// What went wrong on the last attempt.
+    pub kind: CallErrorKind,
+    /// Attempts made (the first and the retries).
+    pub attempts: u32,
+    /// A sentence for the user (a status line, an I/O error).
+    pub detail: String,
+}
+
+/// The kinds of [`CallError`].
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum CallErrorKind {
+    /// No answer within the timeout.
+    Timeout,
+    /// The service could not be reached, or the connection broke.
+    Connect,
+    /// The service answered with an HTTP error status.
+    Status(u16),
+    /// The reply was not the protocol's (bad JSON, a missing id, a value
+    /// that is not a bool).
+    Protocol,
+}
+
+impl std::fmt::Display for CallError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let what = match self.kind {
+            CallErrorKind::Timeout => "timed out".to_string(),
+            CallErrorKind::Connect => "could not connect".to_string(),
+            CallErrorKind::Status(s) => format!("answered HTTP {s}"),
+            CallErrorKind::Protocol => "answered outside the protocol".to_string(),
+        };
+        let tries = if self.attempts == 1 { "1 attempt".to_string() } else { format!("{} attempts", self.attempts) };
+        write!(f, "{what} after {tries}")?;
+        if !self.detail.is_empty() {
+            write!(f, ": {}", self.detail)?;
+        }
+        Ok(())
+    }
+}
+
+/// What a resolver has done, for the summary line and `--stats`.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+pub struct RemoteStats {
+    /// Calls submitted by the engine.
+    pub calls: u64,
+    /// Calls answered from the cache, without a request.
+    pub cache_hits: u64,
+    /// Calls that joined an identical call already in flight.
+    pub coalesced: u64,
+    /// Requests sent (each carrying a batch of calls).
+    pub batches: u64,
+    /// Attempts repeated after a timeout or an error.
+    pub retries: u64,
+    /// Calls answered [`Answer::Failed`].
+    pub failures: u64,
+}
+
+/// Answers remote calls for one shard.
+///
+/// The contract, which the engine relies on:
+/// - every submitted call is answered exactly once, through
+///   [`poll`](Self::poll) or [`wait`](Self::wait), in any order;
+/// - `submit` does not wait for the answer; it waits only while the
+///   resolver's bound on calls in flight is reached;
+/// - answers depend on the call's function and arguments only (a remote
+///   predicate is a read), so the resolver may cache and coalesce.
+///
+/// # Examples
+/// ```
+/// use cep_core::remote::{Answer, Call, CallId, FnResolver, Resolver};
+/// use cep_core::Value;
+/// let mut near = FnResolver::new(|_func: u16, args: &[Value]| args[0] == Value::Int(7));
+/// near.submit(Call { id: CallId(1), func: 0, args: vec![Value::Int(7)] });
+/// near.submit(Call { id: CallId(2), func: 0, args: vec![Value::Int(8)] });
+/// let mut answers = Vec::new();
+/// near.poll(&mut answers);
+/// assert_eq!(answers, [(CallId(1), Answer::Value(true)), (CallId(2), Answer::Value(false))]);
+/// assert_eq!(near.in_flight(), 0);
+/// ```
+pub trait Resolver: Send {
+    /// Starts `call` (waits only while the bound on calls in flight is
+    /// reached).
+    fn submit(&mut self, call: Call);
+
+    /// Appends the answers that arrived since the last `poll` or `wait`,
+    /// without waiting.
+    fn poll(&mut self, answers: &mut Vec<(CallId, Answer)>);
+
+    /// Appends answers, waiting up to `timeout` for at least one when
+    /// none has arrived and a call is in flight.
+    fn wait(&mut self, answers: &mut Vec<(CallId, Answer)>, timeout: Duration);
+
+    /// Calls submitted and not yet handed back.
+    fn in_flight(&self) -> usize;
+
+    /// Counts so far.
+    fn stats(&self) -> RemoteStats;
+}
+
+/// A [`Resolver`] that answers each call at once with a function of its
+/// function index and arguments: an in-process predicate, and the
+/// resolver of tests that need no service.
+pub struct FnResolver<F> {
+    f: F,
+    ready: Vec<(CallId, Answer)>,
+    stats: RemoteStats,
+}
+
+impl<F: FnMut(u16, &[Value]) -> bool + Send> FnResolver<F> {
+    /// A resolver answering with `f(func, args)`.
+    pub fn new(f: F) -> FnResolver<F> {
+        FnResolver { f, ready: Vec::new(), stats: RemoteStats::default() }
+    }
+}
+
+impl<F: FnMut(u16, &[Value]) -> bool + Send> Resolver for FnResolver<F> {
+    fn submit(&mut self, call: Call) {
+        self.stats.calls += 1;
+        let value = (self.f)(call.func, &call.args);
+        self.ready.push((call.id, Answer::Value(value)));
+    }
+
+    fn poll(&mut self, answers: &mut Vec<(CallId, Answer)>) {
+        answers.append(&mut self.ready);
+    }
+
+    fn wait(&mut self, answers: &mut Vec<(CallId, Answer)>, _timeout: Duration) {
+        self.poll(answers);
+    }
+
+    fn in_flight(&self) -> usize {
+        self.ready.len()
+    }
+
+    fn stats(&self) -> RemoteStats {
+        self.stats
+    }
+}
