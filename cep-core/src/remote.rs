@@ -156,6 +156,12 @@ pub struct FnResolver<F> {
     stats: RemoteStats,
 }
 
+impl<F> std::fmt::Debug for FnResolver<F> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("FnResolver").field("ready", &self.ready.len()).field("stats", &self.stats).finish()
+    }
+}
+
 impl<F: FnMut(u16, &[Value]) -> bool + Send> FnResolver<F> {
     /// A resolver answering with `f(func, args)`.
     pub fn new(f: F) -> FnResolver<F> {
