@@ -204,9 +204,9 @@ pub fn run(args: RunArgs) -> Result<(), Failure> {
     let mut input = JobInput::file(input, ahead);
     let mut job = Job::build(spec, &mut input, &mut |note| eprint!("{note}")).map_err(job_failure)?;
 
-    let output_bytes = job.resumed().map_or(0, |r| r.output_bytes);
+    let (output_bytes, pending) = job.resumed().map_or((0, Vec::new()), |r| (r.output_bytes, r.output_pending.clone()));
     let out = match &args.out {
-        Some(p) if args.resume => FileOutput::resume(p, output_bytes),
+        Some(p) if args.resume => FileOutput::resume(p, output_bytes, &pending),
         Some(p) => FileOutput::create(p),
         None => Ok(FileOutput::stdout()),
     };

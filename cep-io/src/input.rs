@@ -410,70 +410,106 @@ pub struct ReadAhead {
 }
 
 /// What identifies the first bytes of an input file, up to where a
-/// checkpoint stood: their number, and a hash of a bounded sample of them
-/// (see [`sample_file`]). A resumed run compares the file it is given
-/// with it, so that it does not carry on from another file's position.
+/// checkpoint stood: their number and a hash of all of them (see
+/// [`PrefixHasher`]). A resumed run compares the file it is given with it,
+/// so that it does not carry on from another file's position.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
-pub struct InputSample {
-    /// Bytes of the input the sample covers (from its start).
+pub struct InputDigest {
+    /// Bytes of the input the digest covers (from its start).
     pub bytes: u64,
-    /// The hash (xxh3) of `bytes` and of the sampled ranges.
+    /// The hash (xxh3, 64 bits) of those bytes.
     pub hash: u64,
 }
 
-/// The span of each of the two ranges [`sample_file`] hashes.
-pub const SAMPLE_SPAN: u64 = 64 << 10;
-
-/// The [`InputSample`] of the first `bytes` bytes of the file at `path`:
-/// a hash of their number, of the first [`SAMPLE_SPAN`] of them and of the
-/// last `SAMPLE_SPAN` before `bytes` (all of them when there are at most
-/// twice that many). The cost is bounded (two reads of 64 KiB at most)
-/// however far into a large file a checkpoint stands; a change between the
-/// two ranges is not seen. A file shorter than `bytes` is an error of kind
-/// [`io::ErrorKind::UnexpectedEof`]. Bytes after `bytes` (a file appended
-/// to) do not count.
+/// Hashes a file's first bytes as a reader moves on through it: each call
+/// of [`digest_to`](Self::digest_to) reads only the bytes after those it
+/// hashed before, so that a run taking a checkpoint every N rows hashes each
+/// byte once (the bytes were just read, so they come from the page cache;
+/// xxh3 runs at several GB/s, far above the parsers).
 ///
 /// # Examples
 /// ```
-/// use cep_io::input::sample_file;
-/// let path = std::env::temp_dir().join(format!("cep-sample-doc-{}.csv", std::process::id()));
-/// std::fs::write(&path, "ts,x\n0,1\n").unwrap();
-/// let before = sample_file(&path, 9).unwrap();
-/// std::fs::write(&path, "ts,x\n0,1\n1,2\n").unwrap(); // appended
-/// assert_eq!(sample_file(&path, 9).unwrap(), before);
+/// use cep_io::input::{digest_file, PrefixHasher};
+/// let path = std::env::temp_dir().join(format!("cep-digest-doc-{}.csv", std::process::id()));
+/// std::fs::write(&path, "ts,x\n0,1\n1,2\n").unwrap();
+/// let mut hasher = PrefixHasher::new(&path);
+/// let first = hasher.digest_to(9).unwrap();
+/// let both = hasher.digest_to(13).unwrap();
+/// assert_eq!((first, both), (digest_file(&path, 9).unwrap(), digest_file(&path, 13).unwrap()));
+/// std::fs::write(&path, "ts,x\n0,1\n1,2\n2,3\n").unwrap(); // appended
+/// assert_eq!(digest_file(&path, 13).unwrap(), both);
 /// std::fs::write(&path, "ts,x\n0,2\n1,2\n").unwrap(); // another row 0
-/// assert_ne!(sample_file(&path, 9).unwrap(), before);
+/// assert_ne!(digest_file(&path, 13).unwrap(), both);
 /// std::fs::write(&path, "ts,x\n").unwrap(); // shorter
-/// assert!(sample_file(&path, 9).is_err());
+/// assert!(digest_file(&path, 9).is_err());
 /// # std::fs::remove_file(&path).unwrap();
 /// ```
-pub fn sample_file(path: &Path, bytes: u64) -> io::Result<InputSample> {
-    let mut f = File::open(path)?;
-    let len = f.metadata()?.len();
-    if len < bytes {
-        return Err(io::Error::new(
-            io::ErrorKind::UnexpectedEof,
-            format!("{} has {len} bytes, fewer than {bytes}", path.display()),
-        ));
+#[derive(Clone)]
+pub struct PrefixHasher {
+    path: std::path::PathBuf,
+    /// Bytes hashed so far.
+    bytes: u64,
+    state: xxhash_rust::xxh3::Xxh3,
+}
+
+impl std::fmt::Debug for PrefixHasher {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("PrefixHasher").field("path", &self.path).field("bytes", &self.bytes).finish()
     }
-    let head = bytes.min(SAMPLE_SPAN);
-    let tail = bytes.saturating_sub(SAMPLE_SPAN).max(head);
-    let mut h = xxhash_rust::xxh3::Xxh3::new();
-    h.update(&bytes.to_le_bytes());
-    let mut buf = vec![0; SAMPLE_SPAN as usize];
-    for (from, to) in [(0, head), (tail, bytes)] {
-        let piece = &mut buf[..(to - from) as usize];
-        f.seek(SeekFrom::Start(from))?;
-        f.read_exact(piece)?;
-        h.update(piece);
+}
+
+impl PrefixHasher {
+    /// A hasher of the file at `path`, at its start.
+    pub fn new(path: &Path) -> PrefixHasher {
+        PrefixHasher { path: path.to_owned(), bytes: 0, state: xxhash_rust::xxh3::Xxh3::new() }
     }
-    Ok(InputSample { bytes, hash: h.digest() })
+
+    /// The [`InputDigest`] of the file's first `bytes` bytes, hashing on
+    /// from where the last call stopped (from the start again if `bytes`
+    /// is fewer). A file shorter than `bytes` is an error of kind
+    /// [`io::ErrorKind::UnexpectedEof`]; bytes after `bytes` (a file
+    /// appended to) do not count.
+    pub fn digest_to(&mut self, bytes: u64) -> io::Result<InputDigest> {
+        if bytes < self.bytes {
+            *self = PrefixHasher::new(&self.path);
+        }
+        if bytes > self.bytes {
+            let mut f = File::open(&self.path)?;
+            let len = f.metadata()?.len();
+            if len < bytes {
+                return Err(io::Error::new(
+                    io::ErrorKind::UnexpectedEof,
+                    format!("{} has {len} bytes, fewer than {bytes}", self.path.display()),
+                ));
+            }
+            f.seek(SeekFrom::Start(self.bytes))?;
+            let mut buf = vec![0; (bytes - self.bytes).min(1 << 20) as usize];
+            while self.bytes < bytes {
+                let piece = &mut buf[..(bytes - self.bytes).min(1 << 20) as usize];
+                f.read_exact(piece)?;
+                self.state.update(piece);
+                self.bytes += piece.len() as u64;
+            }
+        }
+        Ok(InputDigest { bytes, hash: self.state.digest() })
+    }
+
+    /// Bytes hashed so far.
+    pub fn bytes(&self) -> u64 {
+        self.bytes
+    }
+}
+
+/// The [`InputDigest`] of the first `bytes` bytes of the file at `path`
+/// (all of them read once; see [`PrefixHasher`]).
+pub fn digest_file(path: &Path, bytes: u64) -> io::Result<InputDigest> {
+    PrefixHasher::new(path).digest_to(bytes)
 }
 
 impl FileInput {
-    /// The [`InputSample`] of the first `bytes` bytes of this input (see
-    /// [`sample_file`]); `None` for a stream, which cannot be read again.
-    pub fn sample(&self, bytes: u64) -> Option<io::Result<InputSample>> {
-        (!self.stream).then(|| sample_file(Path::new(&self.path), bytes))
+    /// A [`PrefixHasher`] of this input, `None` for a stream, which cannot
+    /// be read again.
+    pub fn hasher(&self) -> Option<PrefixHasher> {
+        (!self.stream).then(|| PrefixHasher::new(Path::new(&self.path)))
     }
 }

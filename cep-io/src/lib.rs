@@ -7,7 +7,7 @@ pub mod parallel;
 pub mod read;
 pub mod stream;
 
-pub use input::{FileInput, InputSample, ReadAhead};
+pub use input::{FileInput, InputDigest, ReadAhead};
 pub use output::{FileOutput, LineSink};
 pub use parallel::ParallelReader;
 pub use read::{EventSource, Format, InputPosition, ReadError, ReadErrorKind, Reader};

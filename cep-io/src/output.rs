@@ -60,7 +60,9 @@ impl FileOutput {
 
     /// A file a crashed run wrote, continued from a checkpoint that covered
     /// its first `at` bytes: a partial last line is cut off, and the
-    /// complete lines after `at` will be dropped when written again.
+    /// complete lines after `at` will be dropped when written again, as will
+    /// `pending`: lines before `at` that the checkpoint's state had not yet
+    /// produced (its [`LineSink::pending`] when it was taken).
     ///
     /// # Examples
     /// ```
@@ -68,13 +70,13 @@ impl FileOutput {
     /// use cep_io::output::FileOutput;
     /// let path = std::env::temp_dir().join(format!("cep-output-doc-{}", std::process::id()));
     /// std::fs::write(&path, "a\nb\nc\npartial").unwrap(); // the checkpoint covered "a\n"
-    /// let mut out = FileOutput::resume(&path, 2).unwrap();
+    /// let mut out = FileOutput::resume(&path, 2, &[]).unwrap();
     /// out.write_all(b"b\nc\nd\n").unwrap(); // the resumed run writes b and c again
     /// out.flush().unwrap();
     /// assert_eq!(std::fs::read_to_string(&path).unwrap(), "a\nb\nc\nd\n");
     /// # std::fs::remove_file(&path).unwrap();
     /// ```
-    pub fn resume(path: &Path, at: u64) -> io::Result<FileOutput> {
+    pub fn resume(path: &Path, at: u64, pending: &[Vec<u8>]) -> io::Result<FileOutput> {
         let mut file = std::fs::OpenOptions::new().read(true).write(true).create(true).truncate(false).open(path)?;
         let mut text = Vec::new();
         file.read_to_end(&mut text)?;
@@ -86,7 +88,8 @@ impl FileOutput {
             )));
         }
         let mut seen = HashMap::new();
-        for line in text[at as usize..whole].split_inclusive(|&b| b == b'\n') {
+        let after = text[at as usize..whole].split_inclusive(|&b| b == b'\n');
+        for line in after.chain(pending.iter().map(Vec::as_slice)) {
             *seen.entry(line.to_vec()).or_insert(0) += 1;
         }
         file.set_len(whole as u64)?;
@@ -168,11 +171,26 @@ pub trait LineSink: Write {
     fn written(&self) -> u64;
     /// Makes what was written durable (flushed; a file synced).
     fn sync(&mut self) -> io::Result<()>;
+    /// Lines among the [`written`](Self::written) bytes that the run has
+    /// not produced yet: a resumed file's lines after its checkpoint that
+    /// the run has not written again. A checkpoint keeps them, so that a
+    /// run resumed from it drops them too when it writes them (see
+    /// [`FileOutput::resume`]); without them it would write them twice.
+    fn pending(&self) -> Vec<Vec<u8>> {
+        Vec::new()
+    }
 }
 
 impl LineSink for FileOutput {
     fn written(&self) -> u64 {
         FileOutput::written(self)
+    }
+
+    fn pending(&self) -> Vec<Vec<u8>> {
+        let mut lines: Vec<Vec<u8>> =
+            self.seen.iter().flat_map(|(line, &n)| std::iter::repeat_n(line.clone(), n as usize)).collect();
+        lines.sort_unstable();
+        lines
     }
 
     fn sync(&mut self) -> io::Result<()> {
@@ -196,6 +214,10 @@ impl<S: LineSink + ?Sized> LineSink for &mut S {
         (**self).written()
     }
 
+    fn pending(&self) -> Vec<Vec<u8>> {
+        (**self).pending()
+    }
+
     fn sync(&mut self) -> io::Result<()> {
         (**self).sync()
     }
@@ -204,6 +226,10 @@ impl<S: LineSink + ?Sized> LineSink for &mut S {
 impl<S: LineSink + ?Sized> LineSink for Box<S> {
     fn written(&self) -> u64 {
         (**self).written()
+    }
+
+    fn pending(&self) -> Vec<Vec<u8>> {
+        (**self).pending()
     }
 
     fn sync(&mut self) -> io::Result<()> {

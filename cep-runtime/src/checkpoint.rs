@@ -32,12 +32,17 @@ use crate::RunnerSnapshot;
 pub const MAGIC: &[u8; 8] = b"CEPCKPT\0";
 /// The version of the payload's shape (3: a CSV input position is after a
 /// row's `\r\n`, where it was between the `\r` and the `\n`; 4: the input's
-/// [identity](InputIdentity)). Format 3 is still read, as a checkpoint whose
-/// input is [not recorded](InputIdentity::NotRecorded).
-pub const FORMAT_VERSION: u32 = 4;
+/// [identity](InputIdentity), from a sample of its bytes; 5: from a hash of
+/// all of them, and the output's [pending](Checkpoint::output_pending)
+/// lines). Formats 3 and 4 are still read, as a checkpoint whose input is
+/// [not recorded](InputIdentity::NotRecorded) (a sample cannot be checked
+/// against a hash), with no pending lines.
+pub const FORMAT_VERSION: u32 = 5;
 
 /// The earlier payload shape [`decode`] still reads.
 const FORMAT_WITHOUT_IDENTITY: u32 = 3;
+/// The format whose input identity is a sample of the input's bytes.
+const FORMAT_SAMPLED: u32 = 4;
 /// The version of the key-to-shard hash, kept beside the hash itself
 /// (`shard/route.rs`) so that the two change together.
 pub use crate::shard::HASH_VERSION;
@@ -68,20 +73,40 @@ pub struct Checkpoint {
     /// What identifies the input the checkpoint was taken on: a resumed
     /// run refuses another one.
     pub identity: InputIdentity,
+    /// Lines among the first `output_bytes` that the state had not produced
+    /// yet ([`cep_io::LineSink::pending`]): a run that was itself resumed
+    /// keeps the lines its crashed predecessor wrote after its checkpoint,
+    /// and writes them only when it produces them again. A run resumed
+    /// from this checkpoint drops them when it produces them.
+    pub output_pending: Vec<Vec<u8>>,
 }
 
 /// What a checkpoint knows of the input it was taken on.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub enum InputIdentity {
-    /// A file: a sample of its bytes up to where the checkpoint stood
-    /// ([`cep_io::input::sample_file`]).
-    File(cep_io::InputSample),
+    /// A file: the number of its bytes up to where the checkpoint stood and
+    /// a hash of them ([`cep_io::input::PrefixHasher`]).
+    File(cep_io::InputDigest),
     /// A stream (stdin, a pipe) or events from elsewhere: nothing can be
     /// read again, and only the columns (in the fingerprint) are checked.
     Unidentified,
     /// A checkpoint of format 3, written before checkpoints recorded their
-    /// input.
+    /// input, or of format 4, which recorded a sample of it.
     NotRecorded,
+}
+
+/// The payload of format 4: a [`Checkpoint`] without the output's pending
+/// lines, and a sample of the input for its identity.
+#[derive(serde::Deserialize)]
+struct CheckpointV4 {
+    fingerprint: u64,
+    position: u64,
+    output_bytes: u64,
+    input: Option<cep_io::InputPosition>,
+    skipped: u64,
+    state: PipelineSnapshot,
+    #[allow(dead_code)]
+    identity: InputIdentity,
 }
 
 /// The payload of format 3: a [`Checkpoint`] without its input's identity.
@@ -144,7 +169,8 @@ impl std::error::Error for LoadError {}
 /// # let state = PipelineSnapshot::One(Runner::new(Vec::new()).snapshot().unwrap());
 /// # use cep_runtime::checkpoint::InputIdentity;
 /// let identity = InputIdentity::Unidentified;
-/// let c = Checkpoint { fingerprint: 7, position: 1000, output_bytes: 42, input: None, skipped: 0, state, identity };
+/// let (output_pending, input) = (Vec::new(), None);
+/// let c = Checkpoint { fingerprint: 7, position: 1000, output_bytes: 42, input, skipped: 0, state, identity, output_pending };
 /// let mut bytes = encode(&c);
 /// assert_eq!(decode(&bytes).unwrap().position, 1000);
 /// let last = bytes.len() - 5;
@@ -170,7 +196,7 @@ pub fn decode(bytes: &[u8]) -> Result<Checkpoint, LoadError> {
     let Some(rest) = bytes.strip_prefix(MAGIC.as_slice()) else { return corrupt("not a checkpoint file") };
     let word = |at: usize| rest.get(at..at + 4).map(|b| u32::from_le_bytes(b.try_into().expect("4 bytes")));
     let (Some(format), Some(hash)) = (word(0), word(4)) else { return corrupt("truncated header") };
-    if format != FORMAT_VERSION && format != FORMAT_WITHOUT_IDENTITY {
+    if ![FORMAT_VERSION, FORMAT_SAMPLED, FORMAT_WITHOUT_IDENTITY].contains(&format) {
         return Err(LoadError::Corrupt(format!("format version {format}, this cep reads {FORMAT_VERSION}")));
     }
     if hash != HASH_VERSION {
@@ -192,7 +218,35 @@ pub fn decode(bytes: &[u8]) -> Result<Checkpoint, LoadError> {
         let CheckpointV3 { fingerprint, position, output_bytes, input, skipped, state } =
             postcard::from_bytes(payload).map_err(unreadable)?;
         let identity = InputIdentity::NotRecorded;
-        return Ok(Checkpoint { fingerprint, position, output_bytes, input, skipped, state, identity });
+        return Ok(Checkpoint {
+            fingerprint,
+            position,
+            output_bytes,
+            input,
+            skipped,
+            state,
+            identity,
+            output_pending: Vec::new(),
+        });
+    }
+    if format == FORMAT_SAMPLED {
+        let CheckpointV4 { fingerprint, position, output_bytes, input, skipped, state, identity } =
+            postcard::from_bytes(payload).map_err(unreadable)?;
+        // A sample cannot be checked against a hash of the whole prefix.
+        let identity = match identity {
+            InputIdentity::File(_) => InputIdentity::NotRecorded,
+            other => other,
+        };
+        return Ok(Checkpoint {
+            fingerprint,
+            position,
+            output_bytes,
+            input,
+            skipped,
+            state,
+            identity,
+            output_pending: Vec::new(),
+        });
     }
     postcard::from_bytes(payload).map_err(unreadable)
 }

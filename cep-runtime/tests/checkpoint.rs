@@ -48,6 +48,7 @@ fn round_trip(r: &mut Runner) -> cep_runtime::RunnerSnapshot {
         input: None,
         skipped: 0,
         identity: cep_runtime::checkpoint::InputIdentity::Unidentified,
+        output_pending: Vec::new(),
         state: PipelineSnapshot::One(r.snapshot().unwrap()),
     };
     match checkpoint::decode(&checkpoint::encode(&c)).unwrap().state {
@@ -129,6 +130,7 @@ fn check_sharded(case: &Case, delay: i64, seed: u64, cut: usize, balanced: bool)
         input: None,
         skipped: 0,
         identity: cep_runtime::checkpoint::InputIdentity::Unidentified,
+        output_pending: Vec::new(),
         state: PipelineSnapshot::Sharded(first.checkpoint(&mut out).unwrap()),
     };
     drop(first); // the crash: its threads stop
@@ -255,6 +257,7 @@ fn numbered(position: u64) -> Checkpoint {
         skipped: 0,
         state,
         identity: cep_runtime::checkpoint::InputIdentity::Unidentified,
+        output_pending: Vec::new(),
     }
 }
 
@@ -312,13 +315,16 @@ fn a_corrupt_or_truncated_newest_checkpoint_falls_back_to_the_previous() {
     assert!(checkpoint::decode(&other).unwrap_err().to_string().contains("format version 99"));
 }
 
-/// A checkpoint of format 3 (before checkpoints recorded their input: the
-/// payload without its last field) still reads, as one whose input is not
-/// recorded; the same payload labelled format 4 does not.
+/// Checkpoints of format 3 (before checkpoints recorded their input: the
+/// payload without its last two fields) and 4 (without the output's pending
+/// lines, and a sample of the input) still read, as ones whose input is not
+/// recorded and with no pending lines; the same payloads labelled with
+/// today's format do not.
 #[test]
-fn a_checkpoint_of_format_3_reads_without_an_input_identity() {
+fn checkpoints_of_formats_3_and_4_read_without_an_input_identity() {
     use cep_runtime::checkpoint::{FORMAT_VERSION, InputIdentity, decode, encode};
     let state = PipelineSnapshot::One(Runner::new(Vec::new()).snapshot().unwrap());
+    let sampled = InputIdentity::File(cep_io::InputDigest { bytes: 9, hash: 7 });
     let c = Checkpoint {
         fingerprint: 5,
         position: 1000,
@@ -326,25 +332,33 @@ fn a_checkpoint_of_format_3_reads_without_an_input_identity() {
         input: None,
         skipped: 3,
         state,
-        identity: InputIdentity::Unidentified,
+        identity: sampled,
+        output_pending: Vec::new(),
     };
     let new = encode(&c);
     // Header: magic (8), format (4), hash version (4), length (8).
     let payload = &new[24..new.len() - 4];
-    assert_eq!(payload.last(), Some(&1), "`Unidentified` is the enum's variant 1, one byte");
-    let old_payload = &payload[..payload.len() - 1];
-    let file = |format: u32| {
+    assert_eq!(payload.last(), Some(&0), "no pending lines: a length of 0, one byte");
+    let file = |format: u32, payload: &[u8]| {
         let mut f = new[..8].to_vec();
         f.extend_from_slice(&format.to_le_bytes());
         f.extend_from_slice(&new[12..16]);
-        f.extend_from_slice(&(old_payload.len() as u64).to_le_bytes());
-        f.extend_from_slice(old_payload);
-        f.extend_from_slice(&crc32fast::hash(old_payload).to_le_bytes());
+        f.extend_from_slice(&(payload.len() as u64).to_le_bytes());
+        f.extend_from_slice(payload);
+        f.extend_from_slice(&crc32fast::hash(payload).to_le_bytes());
         f
     };
-    let old = decode(&file(3)).unwrap();
+    let v4 = &payload[..payload.len() - 1];
+    let old = decode(&file(4, v4)).unwrap();
+    assert_eq!((old.position, old.output_bytes, old.skipped), (1000, 42, 3));
+    assert_eq!(old.identity, InputIdentity::NotRecorded, "a sample is not checked against a hash");
+    assert!(old.output_pending.is_empty());
+    assert!(decode(&file(FORMAT_VERSION, v4)).is_err());
+    // Format 3: without the identity (`File`: variant 0, then two varints).
+    let v3 = &v4[..v4.len() - 3];
+    let old = decode(&file(3, v3)).unwrap();
     assert_eq!((old.position, old.output_bytes, old.skipped), (1000, 42, 3));
     assert_eq!(old.identity, InputIdentity::NotRecorded);
-    assert!(decode(&file(FORMAT_VERSION)).is_err());
-    assert_eq!(decode(&new).unwrap().identity, InputIdentity::Unidentified);
+    assert!(decode(&file(FORMAT_VERSION, v3)).is_err());
+    assert_eq!(decode(&new).unwrap().identity, sampled);
 }

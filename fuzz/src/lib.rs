@@ -633,6 +633,7 @@ pub fn checkpoint_seeds() -> Vec<Vec<u8>> {
             input: Some(cep_io::InputPosition { byte: 100, row: cut, line: cut + 2 }),
             skipped: 0,
             identity: cep_runtime::checkpoint::InputIdentity::Unidentified,
+            output_pending: Vec::new(),
             state: PipelineSnapshot::One(r.snapshot().unwrap()),
         };
         let file = checkpoint::encode(&c);
@@ -667,6 +668,7 @@ pub fn checkpoint_seeds() -> Vec<Vec<u8>> {
         input: None,
         skipped: 1,
         identity: cep_runtime::checkpoint::InputIdentity::Unidentified,
+        output_pending: Vec::new(),
         state: PipelineSnapshot::Sharded(ShardedSnapshot {
             front: front.snapshot().unwrap(),
             shards: shards.iter_mut().map(|r| r.snapshot().unwrap()).collect(),

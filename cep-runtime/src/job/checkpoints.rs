@@ -29,11 +29,12 @@ pub(crate) struct Checkpoints {
 /// How a checkpoint identifies the job's input ([`InputIdentity`]).
 #[derive(Clone, Debug)]
 pub(crate) enum Identify {
-    /// A file at `path`, of which at least `floor` bytes had been read when
-    /// the job was built (the rows read ahead): a checkpoint samples its
-    /// bytes up to where the reader stands, or up to `floor` when it does
-    /// not say (a checkpoint among the rows read ahead).
-    File { path: PathBuf, floor: u64 },
+    /// A file, of which at least `floor` bytes had been read when the job
+    /// was built (the rows read ahead): a checkpoint hashes its bytes up to
+    /// where the reader stands, or up to `floor` when it does not say (a
+    /// checkpoint among the rows read ahead), going on from where the
+    /// previous one stopped.
+    File { hasher: Box<cep_io::input::PrefixHasher>, floor: u64 },
     /// A stream or events from elsewhere.
     Unidentified,
 }
@@ -76,16 +77,25 @@ impl Checkpoints {
         sink.flush().map_err(failed)?;
         let out = sink.get_mut().get_mut();
         out.sync().map_err(failed)?;
-        let identity = match &self.identify {
-            Identify::File { path, floor } => {
+        let identity = match &mut self.identify {
+            Identify::File { hasher, floor } => {
                 let upto = input.map_or(*floor, |at| at.byte.max(*floor));
-                InputIdentity::File(cep_io::input::sample_file(path, upto).map_err(failed)?)
+                InputIdentity::File(hasher.digest_to(upto).map_err(failed)?)
             }
             Identify::Unidentified => InputIdentity::Unidentified,
         };
         let input = input.filter(|at| at.row == position);
-        let output_bytes = out.written();
-        let c = Checkpoint { fingerprint: self.fingerprint, position, output_bytes, input, skipped, state, identity };
+        let (output_bytes, output_pending) = (out.written(), out.pending());
+        let c = Checkpoint {
+            fingerprint: self.fingerprint,
+            position,
+            output_bytes,
+            input,
+            skipped,
+            state,
+            identity,
+            output_pending,
+        };
         checkpoint::save(dir, &c).map_err(failed)?;
         self.next_at = position.saturating_add(self.every);
         Ok(())
@@ -128,37 +138,29 @@ pub(crate) fn resume_from(
 
 /// Refuses to resume from a checkpoint taken on another input than
 /// `file` (`None`: a stream or events from elsewhere): a file must have the
-/// bytes the checkpoint sampled. What cannot be checked is reported as a
-/// warning to `report`.
+/// bytes the checkpoint hashed. What cannot be checked is reported as a
+/// warning to `report`. Returns the hasher that checked a file, which the
+/// resumed run's checkpoints go on from.
 pub(crate) fn check_input(
     identity: &InputIdentity,
     file: Option<&cep_io::FileInput>,
     dir: &Path,
     report: &mut dyn FnMut(&str),
-) -> Result<(), JobError> {
+) -> Result<Option<cep_io::input::PrefixHasher>, JobError> {
     let dir_name = dir.display();
     match (identity, file) {
         (InputIdentity::File(was), Some(f)) => {
             let other = |why: String| {
                 JobError::new(JobErrorKind::OtherInput { dir: dir.to_owned(), file: f.path().to_owned(), why })
             };
-            match f.sample(was.bytes) {
-                Some(Ok(now)) if now == *was => Ok(()),
-                Some(Ok(_)) if was.bytes <= 2 * cep_io::input::SAMPLE_SPAN => {
-                    Err(other(format!("its first {} bytes differ from those the checkpoint read", was.bytes)))
-                }
-                Some(Ok(_)) => Err(other(format!(
-                    "its first {} KiB or the {} KiB before byte {} (where the checkpoint stood) differ from those \
-                     the checkpoint read",
-                    cep_io::input::SAMPLE_SPAN >> 10,
-                    cep_io::input::SAMPLE_SPAN >> 10,
-                    was.bytes
-                ))),
-                Some(Err(e)) if e.kind() == std::io::ErrorKind::UnexpectedEof => {
+            let Some(mut hasher) = f.hasher() else { return Ok(None) };
+            match hasher.digest_to(was.bytes) {
+                Ok(now) if now == *was => Ok(Some(hasher)),
+                Ok(_) => Err(other(format!("its first {} bytes differ from those the checkpoint read", was.bytes))),
+                Err(e) if e.kind() == std::io::ErrorKind::UnexpectedEof => {
                     Err(other(format!("it is shorter than the {} bytes the checkpoint read", was.bytes)))
                 }
-                Some(Err(error)) => Err(JobError::new(JobErrorKind::Reopen { file: f.path().to_owned(), error })),
-                None => Ok(()),
+                Err(error) => Err(JobError::new(JobErrorKind::Reopen { file: f.path().to_owned(), error })),
             }
         }
         (InputIdentity::File(_), None) => {
@@ -166,7 +168,7 @@ pub(crate) fn check_input(
                 "warning: the checkpoint in {dir_name} was taken on a file, and this input is a stream: only its \
                  columns can be checked against it\n"
             ));
-            Ok(())
+            Ok(None)
         }
         (InputIdentity::Unidentified, Some(f)) => {
             report(&format!(
@@ -174,15 +176,15 @@ pub(crate) fn check_input(
                  checked against it\n",
                 f.path()
             ));
-            Ok(())
+            Ok(None)
         }
         (InputIdentity::NotRecorded, _) => {
             report(&format!(
                 "warning: the checkpoint in {dir_name} was written by an earlier cep, which did not record its \
                  input: only the input's columns are checked against it\n"
             ));
-            Ok(())
+            Ok(None)
         }
-        (InputIdentity::Unidentified, None) => Ok(()),
+        (InputIdentity::Unidentified, None) => Ok(None),
     }
 }

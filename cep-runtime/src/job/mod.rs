@@ -183,7 +183,7 @@ impl<'a> JobInput<'a> {
 }
 
 /// Where a resumed job picked up: the checkpoint's counts.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Resumed {
     /// Input rows the checkpoint's state had consumed (they are skipped).
     pub position: u64,
@@ -194,6 +194,10 @@ pub struct Resumed {
     pub input: Option<InputPosition>,
     /// Bad rows skipped before it.
     pub skipped: u64,
+    /// Lines among the first `output_bytes` its state had not produced
+    /// yet: a file output resumed there drops them when they come
+    /// ([`cep_io::FileOutput::resume`]).
+    pub output_pending: Vec<Vec<u8>>,
 }
 
 /// How [`Job::run`] ended.
@@ -359,6 +363,7 @@ impl Job {
         // same spec and columns.
         let fingerprint = spec.fingerprint(shard_count, &field_names);
         let mut resumed = None;
+        let mut checked = None;
         if let Some(c) = &spec.checkpoint {
             if c.resume {
                 let taken_with = |f: u64| (1..=MAX_THREADS).find(|&n| spec.fingerprint(n, &field_names) == f);
@@ -368,7 +373,7 @@ impl Job {
                         Source::File(f) if !streaming => Some(&**f),
                         _ => None,
                     };
-                    checkpoints::check_input(&r.identity, file, &c.dir, report)?;
+                    checked = checkpoints::check_input(&r.identity, file, &c.dir, report)?;
                 }
             } else {
                 // A fresh run: an earlier run's checkpoints must not be resumed.
@@ -403,6 +408,7 @@ impl Job {
             output_bytes: c.output_bytes,
             input: c.input,
             skipped: c.skipped,
+            output_pending: c.output_pending.clone(),
         });
 
         let sharing = match (shard_count, pushed && !spec.ordered) {
@@ -420,9 +426,10 @@ impl Job {
 
         // Past the rows read ahead (and where a resumed file was reopened).
         let identify = match &input.source {
-            Source::File(f) if !streaming => {
-                Identify::File { path: f.path().into(), floor: f.reader().position().byte }
-            }
+            Source::File(f) if !streaming => match checked.or_else(|| f.hasher()) {
+                Some(hasher) => Identify::File { hasher: Box::new(hasher), floor: f.reader().position().byte },
+                None => Identify::Unidentified,
+            },
             _ => Identify::Unidentified,
         };
         let checkpoints = match &spec.checkpoint {
@@ -529,7 +536,7 @@ impl Job {
             progress,
             stop: &self.stop,
             budget: self.budget.as_ref(),
-            consumed: self.resumed.map_or(0, |r| r.position),
+            consumed: self.resumed.as_ref().map_or(0, |r| r.position),
         };
         let result = looped.run(source, read_ahead);
         // Rows read: up to the one that stopped the run, not those read ahead.
@@ -568,8 +575,8 @@ impl Job {
     }
 
     /// Where the job resumed, if it did.
-    pub fn resumed(&self) -> Option<Resumed> {
-        self.resumed
+    pub fn resumed(&self) -> Option<&Resumed> {
+        self.resumed.as_ref()
     }
 
     /// How the threads share the work, and why (a file on several threads).

@@ -120,6 +120,10 @@ impl<W: LineSink> LineSink for Tally<W> {
         self.inner.written()
     }
 
+    fn pending(&self) -> Vec<Vec<u8>> {
+        self.inner.pending()
+    }
+
     fn sync(&mut self) -> io::Result<()> {
         self.inner.sync().inspect_err(|e| self.note(e))
     }
