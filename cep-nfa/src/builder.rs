@@ -158,6 +158,7 @@ impl<E: 'static> PatternBuilder<E> {
             completion: Vec::new(),
             updates: Vec::new(),
             within: None,
+            remote: Vec::new(),
         });
         ElementId(self.prog.elements.len() - 1)
     }

@@ -185,6 +185,47 @@ pub struct Element<E> {
     pub updates: Vec<RegUpdate>,
     /// The element's own window.
     pub within: Option<Window>,
+    /// Remote conditions on each candidate event (LANGUAGE.md §8), checked
+    /// after its local conditions held.
+    pub remote: Vec<RemoteCond>,
+}
+
+/// A value computed from a candidate's frame and a run's registers (a
+/// remote call's argument).
+pub type FrameValue = Box<dyn Fn(&[Value], &[Value]) -> Value + Send + Sync>;
+
+/// A conjunct that calls a remote function: `f(args…)` or `NOT f(args…)`.
+pub struct RemoteCond {
+    /// The function: its index among the query file's declarations
+    /// ([`Compiled::remotes`](crate::compile::Compiled::remotes)).
+    pub func: u16,
+    /// The function's name as declared (for plans and messages).
+    pub name: String,
+    /// The arguments, in the declaration's order, converted to its types.
+    pub args: Vec<FrameValue>,
+    /// `NOT f(…)`: the condition holds when the answer is false.
+    pub negated: bool,
+    /// The conjunct as written (for plans).
+    pub text: String,
+}
+
+impl std::fmt::Debug for RemoteCond {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("RemoteCond")
+            .field("func", &self.func)
+            .field("negated", &self.negated)
+            .field("text", &self.text)
+            .finish()
+    }
+}
+
+/// A declared remote function (`REMOTE name(param type, …);`).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct RemoteFn {
+    /// Its name as declared.
+    pub name: String,
+    /// Its parameters: names and types.
+    pub params: Vec<(String, crate::syntax::ast::ParamType)>,
 }
 
 /// A negation between two positive elements.

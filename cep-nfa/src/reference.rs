@@ -105,7 +105,28 @@ pub fn positive_vars(stmt: &Statement) -> Vec<&str> {
 /// the field names of the query to the events' `fields`; `unit` is the unit
 /// of `ts` (for durations written with a unit).
 pub fn run(stmt: &Statement, events: &[Event], schema: &Schema, unit: TimeUnit) -> Vec<RefMatch> {
-    let q = Resolved::new(stmt, schema, unit);
+    run_inner(Resolved::new(stmt, schema, unit), stmt, events)
+}
+
+/// [`run`] for a statement with remote calls (LANGUAGE.md §8): each call
+/// takes the value `answer(function, arguments)` gives, the function being
+/// its index among `fns` (the file's declarations, by name, case-insensitive)
+/// and the arguments converted to the declared types. (In [`run`], a call
+/// is NULL: false.)
+pub fn run_with_remote(
+    stmt: &Statement,
+    events: &[Event],
+    schema: &Schema,
+    unit: TimeUnit,
+    fns: &[crate::program::RemoteFn],
+    answer: &dyn Fn(u16, &[Value]) -> bool,
+) -> Vec<RefMatch> {
+    let mut q = Resolved::new(stmt, schema, unit);
+    q.remote = Some(Remote { fns, answer });
+    run_inner(q, stmt, events)
+}
+
+fn run_inner(q: Resolved<'_>, stmt: &Statement, events: &[Event]) -> Vec<RefMatch> {
     let parts = partitions(&q, events);
 
     // Rules 1–5, partition by partition, then SELECT.
@@ -213,6 +234,26 @@ struct Resolved<'s> {
     emit: &'s [EmitItem],
     /// Field names by id, for `x.*` objects.
     names: Vec<Sym>,
+    /// How remote calls are answered (`None`: they are NULL).
+    remote: Option<Remote<'s>>,
+}
+
+/// The remote functions of [`run_with_remote`] and their answers.
+struct Remote<'s> {
+    fns: &'s [crate::program::RemoteFn],
+    answer: &'s dyn Fn(u16, &[Value]) -> bool,
+}
+
+impl Remote<'_> {
+    fn call(&self, name: &str, args: Vec<Value>) -> Value {
+        let Some(i) = self.fns.iter().position(|f| f.name.eq_ignore_ascii_case(name)) else { return Value::Null };
+        let f = &self.fns[i];
+        if f.params.len() != args.len() {
+            return Value::Null;
+        }
+        let args: Vec<Value> = args.into_iter().zip(&f.params).map(|(v, (_, t))| t.convert(v)).collect();
+        Value::Bool((self.answer)(i as u16, &args))
+    }
 }
 
 impl<'s> Resolved<'s> {
@@ -292,6 +333,7 @@ impl<'s> Resolved<'s> {
             skip: stmt.skip.as_ref().map_or(Skip::None, |(s, _)| s.clone()),
             emit: &stmt.emit,
             names: schema.field_names().map(Sym::new).collect(),
+            remote: None,
         }
     }
 
@@ -694,6 +736,10 @@ impl Env<'_> {
                 _ => Value::Null,
             },
             Expr::Not(x, _) => Value::Bool(!self.holds(x)),
+            Expr::Call(f, args, _) => match &self.q.remote {
+                Some(r) => r.call(&f.name, args.iter().map(|a| self.eval(a)).collect()),
+                None => Value::Null,
+            },
             Expr::Count(v, _) => self.len(&v.name).map_or(Value::Null, int),
             Expr::Agg(f, v, field, _) => {
                 let vals: Vec<Value> = self.events(&v.name).iter().map(|&p| self.field(p, &field.name)).collect();

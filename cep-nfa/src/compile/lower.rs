@@ -55,6 +55,17 @@ impl StatementCompiler<'_> {
                 self.is_condition(t, x.span());
                 (Node::Not(Box::new(n)), Ty::Bool)
             }
+            Expr::Call(f, _, span) => {
+                // A remote call is a conjunct of its own (`conjunct` takes
+                // it before lowering); anywhere else it is an error.
+                let d = match self.remote_fn(&f.name) {
+                    Some(_) => Diagnostic::error(*span, format!("a call of remote function `{}` must be a conjunct of its own", f.name))
+                        .with_note("write it directly after WHERE or AND, alone or as `NOT f(…)`: its answer comes from another service"),
+                    None => self.unknown_function(f),
+                };
+                self.diags.push(d);
+                (Node::Const(Value::Null), Ty::Any)
+            }
             Expr::Binary(op, a, b, span) => {
                 let (na, ta) = self.lower_rec(a, ctx, depth + 1);
                 let (nb, tb) = self.lower_rec(b, ctx, depth + 1);

@@ -20,6 +20,7 @@ mod expr;
 mod lower;
 pub mod ops;
 pub mod plan;
+mod remote;
 
 use ahash::AHashMap;
 use cep_core::{Event, FieldId, Kind, KindSet, Schema, Sym, TimeUnit, Value};
@@ -51,6 +52,9 @@ pub struct Compiled {
     /// sorted, each once: the others' values never matter to a match, so a
     /// reader may leave them out (as `cep_io::Reader::keep_fields` does).
     pub fields: Vec<FieldId>,
+    /// The file's `REMOTE` declarations, in order: a [`RemoteCond`]'s
+    /// `func` is an index into it.
+    pub remotes: Vec<RemoteFn>,
 }
 
 /// Parses and compiles a query file against `schema`.
@@ -81,6 +85,7 @@ pub fn compile_file(file: &ast::File, schema: &mut Schema, opts: &Options) -> Re
     let mut warnings = Vec::new();
     let mut names: AHashMap<String, Span> = AHashMap::new();
     let mut fields = Vec::new();
+    let remotes = remote::declarations(file, &mut errors);
     for (i, st) in file.statements.iter().enumerate() {
         let name = statement_name(st, i);
         if names.contains_key(&name) {
@@ -99,7 +104,7 @@ pub fn compile_file(file: &ast::File, schema: &mut Schema, opts: &Options) -> Re
     if errors.is_empty() {
         fields.sort_unstable();
         fields.dedup();
-        Ok(Compiled { programs, warnings, fields })
+        Ok(Compiled { programs, warnings, fields, remotes })
     } else {
         errors.extend(warnings);
         Err(Diagnostics(errors))
@@ -292,6 +297,7 @@ impl<'a> StatementCompiler<'a> {
                         completion: Vec::new(),
                         updates: Vec::new(),
                         within,
+                        remote: Vec::new(),
                     });
                 }
                 VarKind::Neg { .. } => {
@@ -581,6 +587,10 @@ impl<'a> StatementCompiler<'a> {
         trailing: &mut Option<Trailing<Event>>,
         late_points: &mut [Option<usize>],
     ) {
+        if let Some((call, negated)) = remote::as_call(e) {
+            self.remote_conjunct(e, call, negated, elements);
+            return;
+        }
         let named = e.vars();
         let mut ok = true;
         for v in &named {

@@ -65,6 +65,9 @@ pub fn render_with<E>(prog: &Program<E>, choice: crate::select::EngineChoice) ->
             let note = if c.at_first { "  (decided by the first event)" } else { "" };
             let _ = writeln!(s, "        when complete: {}{note}", c.text);
         }
+        for c in &el.remote {
+            let _ = writeln!(s, "        each event, asking `{}` (remote): {}", c.name, c.text);
+        }
     }
     for g in &prog.negations {
         let _ = writeln!(

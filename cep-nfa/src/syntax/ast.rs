@@ -16,6 +16,8 @@ pub struct Ident {
 pub struct File {
     /// Statements in order.
     pub statements: Vec<Statement>,
+    /// `REMOTE` declarations, in order (LANGUAGE.md §8).
+    pub remotes: Vec<RemoteDecl>,
     /// The text the spans point into.
     pub source: String,
 }
@@ -26,6 +28,68 @@ impl File {
     pub fn text(&self, span: crate::diag::Span) -> String {
         let (a, b) = (span.start as usize, span.end as usize);
         self.source.get(a..b).unwrap_or("").split_whitespace().collect::<Vec<_>>().join(" ")
+    }
+}
+
+/// `REMOTE name(param type, …);`: a function answered by another service.
+#[derive(Clone, Debug, PartialEq)]
+pub struct RemoteDecl {
+    /// The function's name.
+    pub name: Ident,
+    /// Its parameters, in order: a name and a type each.
+    pub params: Vec<(Ident, ParamType)>,
+    /// The whole declaration.
+    pub span: Span,
+}
+
+/// The type of a remote function's parameter.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum ParamType {
+    /// `int`
+    Int,
+    /// `float` (an int argument is taken as a float)
+    Float,
+    /// `bool`
+    Bool,
+    /// `string`
+    String,
+}
+
+impl ParamType {
+    /// The type as written.
+    pub fn name(self) -> &'static str {
+        match self {
+            ParamType::Int => "int",
+            ParamType::Float => "float",
+            ParamType::Bool => "bool",
+            ParamType::String => "string",
+        }
+    }
+
+    /// `v` as an argument of this type: an int for a float becomes a
+    /// float; a value of another kind becomes NULL (the service receives
+    /// `null`).
+    pub fn convert(self, v: cep_core::Value) -> cep_core::Value {
+        use cep_core::Value;
+        match (self, v) {
+            (ParamType::Float, Value::Int(i)) => Value::Float(i as f64),
+            (ParamType::Int, Value::Int(_))
+            | (ParamType::Float, Value::Float(_))
+            | (ParamType::Bool, Value::Bool(_))
+            | (ParamType::String, Value::Str(_)) => v,
+            _ => Value::Null,
+        }
+    }
+
+    /// The type a word names (case-insensitive), if any.
+    pub fn from_word(word: &str) -> Option<ParamType> {
+        Some(match word.to_ascii_lowercase().as_str() {
+            "int" => ParamType::Int,
+            "float" => ParamType::Float,
+            "bool" => ParamType::Bool,
+            "string" => ParamType::String,
+            _ => return None,
+        })
     }
 }
 
@@ -377,6 +441,9 @@ pub enum Expr {
     Neg(Box<Expr>, Span),
     /// `a op b`.
     Binary(BinOp, Box<Expr>, Box<Expr>, Span),
+    /// `f(a, …)` for a function that is not built in: a `REMOTE` one, or
+    /// an unknown name (the compiler says which).
+    Call(Ident, Vec<Expr>, Span),
 }
 
 impl Expr {
@@ -390,7 +457,8 @@ impl Expr {
             | Expr::Agg(_, _, _, s)
             | Expr::Not(_, s)
             | Expr::Neg(_, s)
-            | Expr::Binary(_, _, _, s) => *s,
+            | Expr::Binary(_, _, _, s)
+            | Expr::Call(_, _, s) => *s,
             Expr::Ref(r) => r.span,
         }
     }
@@ -407,6 +475,7 @@ impl Expr {
                     stack.push(b);
                     stack.push(a);
                 }
+                Expr::Call(_, args, _) => stack.extend(args.iter().rev()),
                 _ => {}
             }
         }

@@ -37,12 +37,17 @@ pub fn parse(src: &str) -> Result<File, Diagnostic> {
     let tokens = tokenize(src)?;
     let mut p = Parser { tokens, pos: 0, depth: 0 };
     let mut statements = Vec::new();
+    let mut remotes = Vec::new();
     loop {
         while p.eat_punct(";") {}
         if p.at_eof() {
             break;
         }
-        statements.push(p.statement()?);
+        if p.is_kw("REMOTE") && matches!(p.peek_at(1).tok, Tok::Ident(_)) {
+            remotes.push(p.remote()?);
+        } else {
+            statements.push(p.statement()?);
+        }
         if !p.at_eof() && !p.eat_punct(";") {
             return Err(p.expected("`;` or the end of the query"));
         }
@@ -51,7 +56,7 @@ pub fn parse(src: &str) -> Result<File, Diagnostic> {
         return Err(Diagnostic::error(Span::new(src.len(), src.len()), "the query file has no statement")
             .with_note("expected `PATTERN …` or `QUERY name PATTERN …`"));
     }
-    Ok(File { statements, source: src.to_owned() })
+    Ok(File { statements, remotes, source: src.to_owned() })
 }
 
 struct Parser {
@@ -145,6 +150,30 @@ impl Parser {
             return Err(self.expected(what).with_note(format!("`{s}` is a keyword")));
         }
         self.ident(what)
+    }
+
+    /// `REMOTE name(param type, …)`.
+    fn remote(&mut self) -> PResult<RemoteDecl> {
+        let start = self.bump().span;
+        let name = self.name("a function name")?;
+        self.expect_punct("(")?;
+        let mut params = Vec::new();
+        if !self.is_punct(")") {
+            loop {
+                let param = self.name("a parameter name")?;
+                let ty_word = self.ident("a type (`int`, `float`, `bool` or `string`)")?;
+                let Some(ty) = ParamType::from_word(&ty_word.name) else {
+                    return Err(Diagnostic::error(ty_word.span, format!("unknown type `{}`", ty_word.name))
+                        .with_note("a parameter is `int`, `float`, `bool` or `string`"));
+                };
+                params.push((param, ty));
+                if !self.eat_punct(",") {
+                    break;
+                }
+            }
+        }
+        let close = self.expect_punct(")")?;
+        Ok(RemoteDecl { name, params, span: start.to(close) })
     }
 
     fn statement(&mut self) -> PResult<Statement> {
@@ -563,8 +592,19 @@ impl Parser {
                         let close = self.expect_punct(")")?;
                         Ok(Expr::Agg(f, v, field, t.span.to(close)))
                     }
-                    _ if is_call => Err(Diagnostic::error(t.span, format!("unknown function `{word}`"))
-                        .with_note("functions: PREV, abs, count, sum, avg, min, max, first, last")),
+                    _ if is_call => {
+                        let name = self.name("a function name")?;
+                        self.bump();
+                        let mut args = Vec::new();
+                        if !self.is_punct(")") {
+                            args.push(self.expr(0)?);
+                            while self.eat_punct(",") {
+                                args.push(self.expr(0)?);
+                            }
+                        }
+                        let close = self.expect_punct(")")?;
+                        Ok(Expr::Call(name, args, t.span.to(close)))
+                    }
                     _ if RESERVED.iter().any(|r| r.eq_ignore_ascii_case(word)) => Err(self.expected("an expression")),
                     _ => Ok(Expr::Ref(self.reference()?)),
                 }

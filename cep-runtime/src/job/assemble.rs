@@ -38,6 +38,19 @@ pub(crate) fn programs(
                         report(&w.render(&q.text, &q.name));
                     }
                 }
+                if let Some((p, call)) =
+                    c.programs.iter().find_map(|p| p.elements.iter().flat_map(|e| &e.remote).next().map(|r| (p, r)))
+                {
+                    // The engines take remote conditions through a resolver
+                    // (`cep_core::remote`), which jobs do not wire yet: a
+                    // query with one must not run as if its calls were true.
+                    return Err(JobErrorKind::Engine(format!(
+                        "query {} calls remote function `{}` ({}): remote predicates are not run by jobs yet \
+                         (`cep check` shows their plan)",
+                        p.name, call.name, call.text
+                    ))
+                    .into());
+                }
                 if c.programs.iter().any(|p| p.object.is_some()) {
                     // An `EMIT x.*` item shows every field of the event:
                     // the reader keeps all the fields known now (the ones
