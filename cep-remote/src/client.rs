@@ -132,6 +132,12 @@ async fn run(
     }
 }
 
+/// `t + d`, or a century on when that overflows (a huge linger must not
+/// panic).
+fn later(t: Instant, d: Duration) -> Instant {
+    t.checked_add(d).or_else(|| t.checked_add(Duration::from_secs(100 * 365 * 86_400))).unwrap_or(t)
+}
+
 /// Why an attempt failed.
 #[derive(Debug)]
 struct Failure {
@@ -201,7 +207,7 @@ impl Worker {
             let oldest = {
                 let mut queue = self.endpoint.queue();
                 match queue.front() {
-                    Some(first) if queue.len() >= max_batch || first.since + linger <= Instant::now() => {
+                    Some(first) if queue.len() >= max_batch || later(first.since, linger) <= Instant::now() => {
                         let n = queue.len().min(max_batch);
                         return queue.drain(..n).collect();
                     }
@@ -214,7 +220,7 @@ impl Worker {
                 Some(since) => {
                     // Woken by a new call or by the linger's end, whichever
                     // is first; both lead to the check above.
-                    let _ = tokio::time::timeout_at(since + linger, notified).await;
+                    let _ = tokio::time::timeout_at(later(since, linger), notified).await;
                 }
             }
         }

@@ -189,7 +189,7 @@ impl<F: FnMut(u16, &[Value]) -> bool + Send> DelayResolver<F> {
     /// settles the batches whose delay has passed.
     fn advance(&mut self, now: Instant) {
         if !self.open.is_empty()
-            && (self.open.len() >= self.config.max_batch || now >= self.opened_at + self.config.linger)
+            && (self.open.len() >= self.config.max_batch || now >= later(self.opened_at, self.config.linger))
         {
             self.dispatch(now);
         }
@@ -209,10 +209,10 @@ impl<F: FnMut(u16, &[Value]) -> bool + Send> DelayResolver<F> {
     /// Sends the open batch: evaluates it and draws its delay and order.
     fn dispatch(&mut self, now: Instant) {
         let jobs = std::mem::take(&mut self.open);
-        let mut delay = self.config.comm + self.rng.upto(self.config.comm_jitter);
+        let mut delay = self.config.comm.saturating_add(self.rng.upto(self.config.comm_jitter));
         let mut answers = Vec::with_capacity(jobs.len());
         for job in jobs {
-            delay += self.config.eval + self.rng.upto(self.config.eval_jitter);
+            delay = delay.saturating_add(self.config.eval).saturating_add(self.rng.upto(self.config.eval_jitter));
             answers.push((job.token, (self.f)(job.func, &job.args)));
         }
         if self.config.reorder {
@@ -222,12 +222,12 @@ impl<F: FnMut(u16, &[Value]) -> bool + Send> DelayResolver<F> {
             }
         }
         self.batches += 1;
-        self.sent.push(Sent { ready_at: now + delay, answers });
+        self.sent.push(Sent { ready_at: later(now, delay), answers });
     }
 
     /// When something next happens (a batch closes or is answered).
     fn next_event(&self) -> Option<Instant> {
-        let close = (!self.open.is_empty()).then(|| self.opened_at + self.config.linger);
+        let close = (!self.open.is_empty()).then(|| later(self.opened_at, self.config.linger));
         self.sent.iter().map(|s| s.ready_at).chain(close).min()
     }
 }
@@ -287,6 +287,12 @@ impl<F: FnMut(u16, &[Value]) -> bool + Send> Resolver for DelayResolver<F> {
     }
 }
 
+/// `t + d`, or a century on when that overflows: settings are not
+/// checked for size, and no duration may panic.
+fn later(t: Instant, d: Duration) -> Instant {
+    t.checked_add(d).or_else(|| t.checked_add(Duration::from_secs(100 * 365 * 86_400))).unwrap_or(t)
+}
+
 /// splitmix64: a tiny, documented, seedable generator (no `rand` needed
 /// for delays and shuffles).
 #[derive(Debug)]
@@ -344,6 +350,21 @@ mod tests {
         assert_eq!(run(5), run(5));
         assert_ne!(run(5), run(6));
         assert_eq!(run(5).0.len(), 7, "7 distinct calls, linger 0: batches of one");
+    }
+
+    #[test]
+    fn huge_durations_do_not_panic() {
+        let config = DelayConfig::default()
+            .with_comm(Duration::MAX, Duration::MAX)
+            .with_eval(Duration::MAX, Duration::MAX)
+            .with_batching(2, Duration::MAX);
+        let mut r = DelayResolver::new(config, |_: u16, _: &[Value]| true);
+        calls(&mut r, 3);
+        let mut out = Vec::new();
+        r.wait(&mut out, Duration::from_millis(1));
+        r.poll(&mut out);
+        assert!(out.is_empty());
+        assert_eq!(r.in_flight(), 3);
     }
 
     #[test]

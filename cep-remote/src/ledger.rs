@@ -117,7 +117,7 @@ impl Ledger {
 
     /// Hands back the ready answers.
     pub(crate) fn drain(&mut self, answers: &mut Vec<(CallId, Answer)>) {
-        self.unanswered -= self.ready.len();
+        self.unanswered = self.unanswered.saturating_sub(self.ready.len());
         answers.append(&mut self.ready);
     }
 

@@ -59,8 +59,8 @@ fn every_call_is_answered_once_with_the_function() {
 #[test]
 fn answers_come_after_the_delays() {
     let config = DelayConfig::default()
-        .with_comm(Duration::from_millis(20), Duration::ZERO)
-        .with_eval(Duration::from_millis(5), Duration::ZERO)
+        .with_comm(Duration::from_millis(100), Duration::ZERO)
+        .with_eval(Duration::from_millis(20), Duration::ZERO)
         .with_batching(4, Duration::ZERO);
     let mut r = DelayResolver::new(config, f);
     let start = Instant::now();
@@ -69,15 +69,18 @@ fn answers_come_after_the_delays() {
     r.poll(&mut out);
     assert!(out.is_empty());
     r.wait(&mut out, Duration::from_millis(5));
-    assert!(out.is_empty(), "nothing before 25 ms");
-    r.wait(&mut out, Duration::from_secs(1));
+    // (A loaded machine may oversleep; only then may the answer be there.)
+    if start.elapsed() < Duration::from_millis(110) {
+        assert!(out.is_empty(), "nothing before 120 ms");
+    }
+    r.wait(&mut out, Duration::from_secs(2));
     assert_eq!(out.len(), 1);
-    assert!(start.elapsed() >= Duration::from_millis(25), "{:?}", start.elapsed());
+    assert!(start.elapsed() >= Duration::from_millis(120), "{:?}", start.elapsed());
 }
 
 #[test]
 fn replies_are_reordered_within_a_batch() {
-    let config = DelayConfig::default().with_batching(50, Duration::from_millis(1)).with_reorder(9);
+    let config = DelayConfig::default().with_batching(50, Duration::from_secs(60)).with_reorder(9);
     let mut r = DelayResolver::new(config, f);
     for i in 0..50 {
         r.submit(Call { id: CallId(i), func: 0, args: args(i, 1000) });

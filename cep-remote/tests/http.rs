@@ -68,7 +68,7 @@ fn answers_equal_the_service_function() {
 
 #[test]
 fn identical_calls_coalesce_then_hit_the_cache() {
-    let server = TestServer::answering(Duration::from_millis(100));
+    let server = TestServer::answering(Duration::from_millis(300));
     let mut r = HttpResolver::new(&config(&server)).unwrap();
     for i in 0..5 {
         r.submit(call(i, args(7, 100)));
@@ -80,7 +80,9 @@ fn identical_calls_coalesce_then_hit_the_cache() {
     r.poll(&mut out);
     assert_eq!(out, [(CallId(5), Answer::Value(expected(&args(7, 100))))], "a cache hit is ready at once");
     let s = r.stats();
-    assert_eq!((s.calls, s.coalesced, s.cache_hits), (6, 4, 1));
+    // 4 coalesced unless a loaded machine took over 300 ms to submit five.
+    assert_eq!((s.calls, s.coalesced + s.cache_hits), (6, 5));
+    assert!(s.coalesced >= 1 && s.cache_hits >= 1, "{s:?}");
     assert_eq!(server.counts.get(&server.counts.calls), 1);
     assert!(first.values().all(|a| *a == Answer::Value(expected(&args(7, 100)))));
 }
@@ -230,6 +232,20 @@ fn bad_settings_are_typed_errors() {
 }
 
 #[test]
+fn huge_durations_do_not_panic() {
+    let server = TestServer::answering(Duration::ZERO);
+    let cfg = config(&server).with_timeout(Duration::MAX).with_batching(2, Duration::MAX);
+    let mut r = HttpResolver::new(&cfg).unwrap();
+    r.submit(call(1, args(1, 10)));
+    r.submit(call(2, args(2, 10)));
+    assert_eq!(by_id(drain(&mut r)).len(), 2);
+    r.submit(call(3, args(3, 10)));
+    let mut out = Vec::new();
+    r.wait(&mut out, Duration::from_millis(20));
+    assert!(out.is_empty(), "a lone call waits for its (endless) linger");
+}
+
+#[test]
 fn an_unknown_function_fails_at_once() {
     let server = TestServer::answering(Duration::ZERO);
     let mut r = HttpResolver::new(&config(&server)).unwrap();
@@ -241,7 +257,7 @@ fn an_unknown_function_fails_at_once() {
 
 #[test]
 fn wait_blocks_until_its_timeout_and_poll_does_not() {
-    let server = TestServer::answering(Duration::from_millis(300));
+    let server = TestServer::answering(Duration::from_millis(800));
     let mut r = HttpResolver::new(&config(&server)).unwrap();
     r.submit(call(1, args(1, 10)));
     let mut out = Vec::new();
@@ -251,7 +267,7 @@ fn wait_blocks_until_its_timeout_and_poll_does_not() {
     let start = Instant::now();
     r.wait(&mut out, Duration::from_millis(60));
     let waited = start.elapsed();
-    assert!(out.is_empty() && waited >= Duration::from_millis(55) && waited < Duration::from_millis(250), "{waited:?}");
+    assert!(out.is_empty() && waited >= Duration::from_millis(55) && waited < Duration::from_millis(500), "{waited:?}");
     r.wait(&mut out, Duration::from_secs(5));
     assert_eq!(out.len(), 1);
     assert_eq!(r.in_flight(), 0);
