@@ -11,7 +11,7 @@
 //! of that call only.
 
 use std::collections::{HashMap, VecDeque};
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, PoisonError};
 use std::time::Duration;
 
@@ -35,6 +35,8 @@ use crate::wire::{WireCall, decode_reply, encode_request};
 pub(crate) struct Counters {
     pub batches: AtomicU64,
     pub retries: AtomicU64,
+    /// Jobs received and not yet answered (queued or in a request).
+    open_jobs: AtomicUsize,
 }
 
 /// An answer for the shard: the job's token and its answer.
@@ -47,6 +49,7 @@ struct Settings {
     retries: u32,
     max_batch: usize,
     linger: Duration,
+    max_in_flight: usize,
 }
 
 /// A call waiting for (another) attempt.
@@ -90,6 +93,7 @@ pub(crate) fn start(
         retries: config.retries,
         max_batch: config.max_batch,
         linger: config.linger,
+        max_in_flight: config.max_in_flight,
     };
     let connections = config.connections;
     std::thread::Builder::new().name("cep-remote".to_string()).spawn(move || {
@@ -128,7 +132,16 @@ async fn run(
             continue;
         };
         endpoint.queue().push_back(Pending { token: job.token, args: job.args, attempts: 0, since: Instant::now() });
-        endpoint.notify.notify_waiters();
+        let open = counters.open_jobs.fetch_add(1, Ordering::Relaxed) + 1;
+        if open >= settings.max_in_flight {
+            // The shard is now blocked in `submit`: no call will come to
+            // fill a batch, so every endpoint sends what it has at once.
+            for e in &endpoints {
+                e.notify.notify_waiters();
+            }
+        } else {
+            endpoint.notify.notify_waiters();
+        }
     }
 }
 
@@ -173,9 +186,7 @@ impl Worker {
                     let mut retry = Vec::new();
                     for (wire_id, pending) in batch.into_iter().enumerate() {
                         match values.get(&(wire_id as u64)) {
-                            Some(&v) => {
-                                let _ = self.done.send((pending.token, Answer::Value(v)));
-                            }
+                            Some(&v) => self.answer(pending.token, Answer::Value(v)),
                             None => {
                                 let detail = format!("the reply has no result for id {wire_id}");
                                 self.fail(pending, &self.failure(CallErrorKind::Protocol, detail), &mut retry);
@@ -197,17 +208,28 @@ impl Worker {
         }
     }
 
+    /// Hands `answer` to the shard.
+    fn answer(&self, token: u64, answer: Answer) {
+        self.counters.open_jobs.fetch_sub(1, Ordering::Relaxed);
+        let _ = self.done.send((token, answer));
+    }
+
     /// Waits for calls, then up to the linger of the oldest for the batch
-    /// to fill; takes up to `max_batch`.
+    /// to fill (unless the shard is blocked at its bound, when nothing
+    /// more can come); takes up to `max_batch`.
     async fn next_batch(&self) -> Vec<Pending> {
-        let Settings { max_batch, linger, .. } = self.settings;
+        let Settings { max_batch, linger, max_in_flight, .. } = self.settings;
         loop {
             // No await between this check and `notified()`: on one thread
             // nothing can queue a call in between, so no wake is missed.
             let oldest = {
                 let mut queue = self.endpoint.queue();
                 match queue.front() {
-                    Some(first) if queue.len() >= max_batch || later(first.since, linger) <= Instant::now() => {
+                    Some(first)
+                        if queue.len() >= max_batch
+                            || later(first.since, linger) <= Instant::now()
+                            || self.counters.open_jobs.load(Ordering::Relaxed) >= max_in_flight =>
+                    {
                         let n = queue.len().min(max_batch);
                         return queue.drain(..n).collect();
                     }
@@ -308,7 +330,7 @@ impl Worker {
         pending.attempts += 1;
         if pending.attempts > self.settings.retries {
             let error = CallError { kind: failure.kind, attempts: pending.attempts, detail: failure.detail.clone() };
-            let _ = self.done.send((pending.token, Answer::Failed(error)));
+            self.answer(pending.token, Answer::Failed(error));
         } else {
             self.counters.retries.fetch_add(1, Ordering::Relaxed);
             retry.push(pending);

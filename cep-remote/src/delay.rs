@@ -237,6 +237,10 @@ impl<F: FnMut(u16, &[Value]) -> bool + Send> Resolver for DelayResolver<F> {
         let mut now = Instant::now();
         self.advance(now);
         while self.ledger.outstanding() >= self.config.max_in_flight {
+            if !self.open.is_empty() {
+                // Nothing more can join the open batch while blocked here.
+                self.dispatch(now);
+            }
             if let Some(at) = self.next_event() {
                 std::thread::sleep(at.saturating_duration_since(now));
             }

@@ -96,3 +96,15 @@ fn replies_are_reordered_within_a_batch() {
     assert_ne!(ids, sorted, "a shuffle of 50 left them in order");
     assert_eq!(r.stats().batches, 1);
 }
+
+#[test]
+fn a_shard_at_its_bound_does_not_wait_for_the_linger() {
+    let config = DelayConfig::default().with_batching(16, Duration::from_secs(30)).with_max_in_flight(4);
+    let mut r = DelayResolver::new(config, f);
+    let start = Instant::now();
+    for i in 0..20 {
+        r.submit(Call { id: CallId(i), func: 0, args: args(i, 1000) });
+    }
+    assert!(start.elapsed() < Duration::from_secs(5), "submit waited for the linger");
+    assert_eq!(r.stats().batches, 4);
+}

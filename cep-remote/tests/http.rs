@@ -116,6 +116,19 @@ fn calls_in_flight_stay_within_the_bound() {
 }
 
 #[test]
+fn a_shard_at_its_bound_does_not_wait_for_the_linger() {
+    let server = TestServer::answering(Duration::ZERO);
+    let cfg = config(&server).with_batching(16, Duration::from_secs(30)).with_max_in_flight(4);
+    let mut r = HttpResolver::new(&cfg).unwrap();
+    let start = Instant::now();
+    for i in 0..20 {
+        r.submit(call(i, args(i, 1000)));
+    }
+    assert!(start.elapsed() < Duration::from_secs(5), "submit waited for the linger");
+    assert!(server.counts.get(&server.counts.requests) >= 4);
+}
+
+#[test]
 fn requests_in_flight_stay_within_the_connections_and_reuse_them() {
     let server = TestServer::answering(Duration::from_millis(10));
     let cfg = config(&server).with_batching(1, Duration::ZERO).with_connections(3);
