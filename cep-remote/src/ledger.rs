@@ -29,7 +29,6 @@ struct Waiting {
 }
 
 /// See the module doc.
-#[derive(Debug)]
 pub(crate) struct Ledger {
     cache: Cache,
     /// Service calls in flight by token.
@@ -43,6 +42,18 @@ pub(crate) struct Ledger {
     /// Functions this ledger has endpoints for.
     functions: usize,
     stats: RemoteStats,
+}
+
+impl std::fmt::Debug for Ledger {
+    /// Counts only: the cache may hold many thousand answers.
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Ledger")
+            .field("outstanding", &self.waiting.len())
+            .field("ready", &self.ready.len())
+            .field("unanswered", &self.unanswered)
+            .field("stats", &self.stats)
+            .finish()
+    }
 }
 
 impl Ledger {
