@@ -113,6 +113,22 @@ pub struct RunArgs {
     /// (as each last event arrives, enumerated forwards in row order).
     #[arg(long, value_name = "per-event|batch|direct", default_value = "direct")]
     construction: String,
+    /// Where remote function NAME is answered (LANGUAGE.md §8):
+    /// `near=http://127.0.0.1:7070/near`. Once per function.
+    #[arg(long, value_name = "NAME=URL")]
+    remote: Vec<String>,
+    /// How runs wait for remote answers: blocking (a run waits for its
+    /// answer), lazy or auto (the default; chooses per call).
+    #[arg(long, value_name = "blocking|lazy|auto", default_value = "auto")]
+    remote_mode: String,
+    /// A remote call with no answer after this long is retried (3 times).
+    #[arg(long, value_name = "DUR", default_value = "5s")]
+    remote_timeout: String,
+    /// A remote call that failed after its retries: `fail` stops the run
+    /// (exit 2), `drop` drops the runs that needed it, `true` / `false`
+    /// take that value and mark the match `"unverified":true`.
+    #[arg(long, value_name = "fail|drop|true|false", default_value = "fail")]
+    remote_failure: String,
 }
 
 /// Parses `--engine` and `--construction`.
@@ -170,7 +186,7 @@ pub fn run(args: RunArgs) -> Result<(), Failure> {
     let alerts = args.levels.as_deref().map(read_levels).transpose()?;
     let (engine, construction) = engine_options(&args.engine, &args.construction)?;
     let split = parse_split(&args.parallel)?;
-    let idle_timeout = args.idle_timeout.as_deref().map(parse_wall).transpose()?;
+    let idle_timeout = args.idle_timeout.as_deref().map(|s| parse_wall(s, "--idle-timeout")).transpose()?;
 
     // A progress line on stderr when reading a file with stderr on a terminal.
     let mut progress = Progress::for_input(&args.events);
@@ -182,7 +198,9 @@ pub fn run(args: RunArgs) -> Result<(), Failure> {
     let ahead = input.read_ahead(limit, skip_bad);
     let queries = args.query.as_deref().map(read_query).transpose()?.into_iter().collect();
     let spec_late = late.clone();
+    let remote = remote_spec(&args)?;
     let spec = JobSpec {
+        remote,
         queries,
         alerts: alerts.unwrap_or_default(),
         alerts_name: args.levels.as_deref().map_or_else(|| "levels".into(), |p| p.display().to_string()),
@@ -243,7 +261,8 @@ pub fn run(args: RunArgs) -> Result<(), Failure> {
         );
     }
     let counts = Counts { rows: job.rows_read(), skipped: job.skipped(), dropped: job.dropped() };
-    print_summary(counts, &summary, job.queries(), args.levels.is_some(), ending);
+    let remote = job.remote_stats().map(|s| remote_summary(&s)).unwrap_or_default();
+    print_summary(counts, &summary, job.queries(), args.levels.is_some(), &format!("{remote}{ending}"));
     if args.stats {
         print_stats(job.rows_read(), job.skipped(), &job.stats());
         if let Some(note) = job.split_note() {
@@ -370,13 +389,12 @@ fn file_identity(path: &Path) -> Option<PathBuf> {
     Some(dir.canonicalize().ok()?.join(path.file_name()?))
 }
 
-/// Parses a wall-clock duration such as `200ms` or `2s`.
-fn parse_wall(s: &str) -> Result<std::time::Duration, Failure> {
-    let nanos = parse_delay(s, cep_core::TimeUnit::Nanos).map_err(|_| {
-        Failure::bad_input(format!("invalid --idle-timeout `{s}`: expected a duration like 200ms or 2s"))
-    })?;
+/// Parses a wall-clock duration such as `200ms` or `2s`, given to `flag`.
+fn parse_wall(s: &str, flag: &str) -> Result<std::time::Duration, Failure> {
+    let nanos = parse_delay(s, cep_core::TimeUnit::Nanos)
+        .map_err(|_| Failure::bad_input(format!("invalid {flag} `{s}`: expected a duration like 200ms or 2s")))?;
     if nanos <= 0 {
-        return Err(Failure::bad_input("--idle-timeout must be positive"));
+        return Err(Failure::bad_input(format!("{flag} must be positive")));
     }
     Ok(std::time::Duration::from_nanos(nanos as u64))
 }
@@ -392,6 +410,72 @@ fn parse_delay(s: &str, unit: cep_core::TimeUnit) -> Result<i64, Failure> {
             .ok_or_else(|| Failure::bad_input(format!("unknown duration unit `{word}` in --max-delay")))?
     };
     to_ticks(num, du, unit).map_err(|e| Failure::bad_input(format!("invalid --max-delay `{s}`: {e}")))
+}
+
+/// `--remote`, `--remote-mode`, `--remote-timeout`, `--remote-failure`:
+/// one HTTP resolver per shard (`cep_remote::HttpResolver`), or `None`
+/// without `--remote`.
+fn remote_spec(args: &RunArgs) -> Result<Option<cep_runtime::job::RemoteSpec>, Failure> {
+    use cep_core::remote::{OnFailure, Resolver};
+    let on_failure = OnFailure::parse(&args.remote_failure).ok_or_else(|| {
+        Failure::bad_input(format!(
+            "unknown --remote-failure `{}`: expected fail, drop, true or false",
+            args.remote_failure
+        ))
+    })?;
+    match args.remote_mode.as_str() {
+        // Lazy evaluation is not built yet: auto chooses blocking.
+        "blocking" | "auto" => {}
+        "lazy" => {
+            return Err(Failure::bad_input(
+                "--remote-mode lazy is not available yet: use blocking or auto (which is blocking for now)",
+            ));
+        }
+        other => {
+            return Err(Failure::bad_input(format!(
+                "unknown --remote-mode `{other}`: expected blocking, lazy or auto"
+            )));
+        }
+    }
+    let timeout = parse_wall(&args.remote_timeout, "--remote-timeout")?;
+    if args.remote.is_empty() {
+        return Ok(None);
+    }
+    let mut endpoints = Vec::new();
+    for r in &args.remote {
+        let Some((name, url)) = r.split_once('=').filter(|(n, u)| !n.is_empty() && !u.is_empty()) else {
+            return Err(Failure::bad_input(format!("invalid --remote `{r}`: expected NAME=URL")));
+        };
+        if endpoints.iter().any(|e: &cep_remote::Endpoint| e.name.eq_ignore_ascii_case(name)) {
+            return Err(Failure::bad_input(format!("--remote {name} is given twice")));
+        }
+        endpoints.push(cep_remote::Endpoint::new(name, url));
+    }
+    let functions = endpoints.iter().map(|e| (e.name.clone(), e.url.clone())).collect();
+    let config = cep_remote::RemoteConfig::new(endpoints).with_timeout(timeout);
+    // Checked once here, so that a bad URL is a clear error before any
+    // shard starts.
+    cep_remote::HttpResolver::new(&config).map_err(|e| Failure::bad_input(format!("--remote: {e}")))?;
+    let make: cep_runtime::job::MakeResolver = std::sync::Arc::new(move || {
+        cep_remote::HttpResolver::new(&config).map(|r| Box::new(r) as Box<dyn Resolver>).map_err(|e| e.to_string())
+    });
+    Ok(Some(cep_runtime::job::RemoteSpec::new(functions, make, on_failure)))
+}
+
+/// `, remote: N calls, …` for the summary line.
+fn remote_summary(s: &cep_core::remote::LinkStats) -> String {
+    let r = &s.resolver;
+    let mut out = format!(
+        ", remote: {} calls, {} batches, {} cache hits, {} failures",
+        r.calls, r.batches, r.cache_hits, r.failures
+    );
+    if s.dropped > 0 {
+        out.push_str(&format!(", {} runs dropped", s.dropped));
+    }
+    if s.unverified > 0 {
+        out.push_str(&format!(", {} unverified", s.unverified));
+    }
+    out
 }
 
 /// What the summary line counts besides the runner's [`Summary`].

@@ -21,6 +21,7 @@ fn sample() -> Match {
         rows: vec![1_187_100, 2_890_100],
         ends: vec![1, 2],
         emit: Vec::new(),
+        unverified: false,
     }
 }
 

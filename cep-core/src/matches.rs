@@ -36,6 +36,7 @@ use crate::{EmitValue, Timestamp, Value, json};
 ///     rows: vec![0, 3],
 ///     ends: vec![1, 2],
 ///     emit: vec![EmitValue::Value(Value::Int(250))],
+///     unverified: false,
 /// };
 /// let json = serde_json::to_string(&m).unwrap();
 /// assert_eq!(serde_json::from_str::<Match>(&json).unwrap(), m);
@@ -58,6 +59,11 @@ pub struct Match {
     /// the query has none (an empty vector allocates nothing, and engines
     /// reuse a recycled match's vector). Not part of the [`id`](Self::id).
     pub emit: Vec<EmitValue>,
+    /// A remote call on its way had no answer, and `--remote-failure true`
+    /// or `false` gave it one (LANGUAGE.md §8): the output says
+    /// `"unverified":true`. Not part of the [`id`](Self::id).
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub unverified: bool,
 }
 
 impl Match {
@@ -91,7 +97,7 @@ impl Match {
     /// ```
     /// use cep_core::{Match, Value};
     /// let m = Match { query: 0, key: Value::Int(7), start: 1000, end: 31000,
-    ///                 rows: vec![1, 2], ends: vec![1, 2], emit: vec![] };
+    ///                 rows: vec![1, 2], ends: vec![1, 2], emit: vec![], unverified: false };
     /// let mut line = Vec::new();
     /// m.write_json(&mut line, "rise_spike", &["r", "s"]);
     /// assert!(line.starts_with(
@@ -151,6 +157,9 @@ impl Match {
         out.push(b'}');
         if !self.emit.is_empty() {
             self.write_emit(out, emit_names);
+        }
+        if self.unverified {
+            out.extend_from_slice(b",\"unverified\":true");
         }
         out.extend_from_slice(b",\"id\":\"");
         json::write_hex128(out, self.id(query).0);
@@ -302,8 +311,10 @@ mod tests {
                 EmitValue::Events(vec![EventObject::of(&tick, &names); 2]),
                 EmitValue::Null,
             ],
+            unverified: true,
         };
         let json = serde_json::to_string(&m).unwrap();
+        assert!(json.contains(r#""unverified":true"#), "{json}");
         assert!(json.contains(r#""key":{"Str":"ACME"}"#), "{json}");
         assert_eq!(serde_json::from_str::<Match>(&json).unwrap(), m);
         let empty = Match { emit: Vec::new(), key: Value::Null, ..m };
@@ -325,8 +336,16 @@ mod tests {
     /// id must never change.
     #[test]
     fn lines_are_pinned() {
-        let m =
-            Match { query: 0, key: Value::Int(0), start: 0, end: 1, rows: vec![0, 1], ends: vec![1, 2], emit: vec![] };
+        let m = Match {
+            query: 0,
+            key: Value::Int(0),
+            start: 0,
+            end: 1,
+            rows: vec![0, 1],
+            ends: vec![1, 2],
+            emit: vec![],
+            unverified: false,
+        };
         let mut line = Vec::new();
         m.write_json(&mut line, "q1", &["a", "b"]);
         assert_eq!(
@@ -341,6 +360,7 @@ mod tests {
             rows: vec![0, 1, 2],
             ends: vec![1, 3],
             emit: vec![],
+            unverified: false,
         };
         line.clear();
         m.write_json(&mut line, "qz", &[String::from("a"), String::from("b")]);
@@ -367,7 +387,7 @@ mod tests {
             ],
             start in any::<i64>(), end in any::<i64>(),
             vars in proptest::collection::vec(proptest::collection::vec(any::<u64>(), 0..4), 1..4)) {
-            let mut m = Match { query: 0, key, start, end, rows: Vec::new(), ends: Vec::new(), emit: Vec::new() };
+            let mut m = Match { query: 0, key, start, end, rows: Vec::new(), ends: Vec::new(), emit: Vec::new(), unverified: false };
             for v in &vars {
                 m.rows.extend_from_slice(v);
                 m.ends.push(m.rows.len() as u32);
@@ -395,8 +415,16 @@ mod tests {
 
     #[test]
     fn json_line_parses() {
-        let m =
-            Match { query: 0, key: Value::str("a\"b"), start: 1, end: 2, rows: vec![], ends: vec![0, 0], emit: vec![] };
+        let m = Match {
+            query: 0,
+            key: Value::str("a\"b"),
+            start: 1,
+            end: 2,
+            rows: vec![],
+            ends: vec![0, 0],
+            emit: vec![],
+            unverified: false,
+        };
         let mut s = Vec::new();
         m.write_json(&mut s, "q", &["x", "y"]);
         let v: serde_json::Value = serde_json::from_slice(&s).unwrap();

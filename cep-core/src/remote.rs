@@ -192,3 +192,175 @@ impl<F: FnMut(u16, &[Value]) -> bool + Send> Resolver for FnResolver<F> {
         self.stats
     }
 }
+
+/// What a call with no value counts as (`--remote-failure`, LANGUAGE.md §8).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+pub enum OnFailure {
+    /// The run stops with an error naming the function and its service.
+    #[default]
+    Fail,
+    /// The runs that needed the answer are dropped (and counted).
+    Drop,
+    /// The call counts as true; the matches it lets through are marked
+    /// unverified.
+    True,
+    /// The call counts as false (its runs are marked unverified where the
+    /// negation of the call let them through).
+    False,
+}
+
+impl OnFailure {
+    /// The policy a word names (`fail`, `drop`, `true`, `false`).
+    pub fn parse(word: &str) -> Option<OnFailure> {
+        Some(match word {
+            "fail" => OnFailure::Fail,
+            "drop" => OnFailure::Drop,
+            "true" => OnFailure::True,
+            "false" => OnFailure::False,
+            _ => return None,
+        })
+    }
+}
+
+/// What a remote condition's call decided.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Verdict {
+    /// The service's value.
+    Value(bool),
+    /// No value: the failure policy's (`true` or `false`); the match is
+    /// marked unverified.
+    Unverified(bool),
+    /// No value, and the policy drops the run.
+    Drop,
+    /// No value, and the policy stops the run ([`RemoteLink::failure`]
+    /// says why).
+    Fail,
+}
+
+/// A shard's way to its remote functions: the [`Resolver`], shared by the
+/// engines of the shard's queries (one thread uses it at a time), the
+/// failure policy, and what the engines did with the answers. Calls are
+/// numbered here, so that ids are unique among all of the shard's engines.
+pub struct RemoteLink {
+    resolver: parking_lot::Mutex<Box<dyn Resolver>>,
+    /// Per function (the resolver's index): its name and where it is
+    /// answered, for messages.
+    functions: Vec<(String, String)>,
+    policy: OnFailure,
+    next: std::sync::atomic::AtomicU64,
+    failure: parking_lot::Mutex<Option<String>>,
+    dropped: std::sync::atomic::AtomicU64,
+    unverified: std::sync::atomic::AtomicU64,
+}
+
+impl std::fmt::Debug for RemoteLink {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("RemoteLink").field("functions", &self.functions).field("policy", &self.policy).finish()
+    }
+}
+
+/// What a [`RemoteLink`] counts: its resolver's [`RemoteStats`] and the
+/// calls the failure policy decided.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct LinkStats {
+    /// The resolver's counts.
+    pub resolver: RemoteStats,
+    /// Runs dropped by `--remote-failure drop`.
+    pub dropped: u64,
+    /// Calls that took the policy's value (`true` or `false`).
+    pub unverified: u64,
+}
+
+impl RemoteLink {
+    /// A link to `resolver`, whose function `i` is `functions[i]` (a name
+    /// and where it is answered), failures handled by `policy`.
+    ///
+    /// # Examples
+    /// ```
+    /// use cep_core::remote::{FnResolver, OnFailure, RemoteLink, Verdict};
+    /// use cep_core::Value;
+    /// let near = FnResolver::new(|_f: u16, args: &[Value]| args[0] == Value::Int(1));
+    /// let link = RemoteLink::new(Box::new(near), vec![("near".into(), "in-process".into())], OnFailure::Fail);
+    /// assert_eq!(link.call(0, vec![Value::Int(1)]), Verdict::Value(true));
+    /// assert_eq!(link.call(0, vec![Value::Int(2)]), Verdict::Value(false));
+    /// assert_eq!(link.stats().resolver.calls, 2);
+    /// ```
+    pub fn new(resolver: Box<dyn Resolver>, functions: Vec<(String, String)>, policy: OnFailure) -> RemoteLink {
+        RemoteLink {
+            resolver: parking_lot::Mutex::new(resolver),
+            functions,
+            policy,
+            next: std::sync::atomic::AtomicU64::new(0),
+            failure: parking_lot::Mutex::new(None),
+            dropped: std::sync::atomic::AtomicU64::new(0),
+            unverified: std::sync::atomic::AtomicU64::new(0),
+        }
+    }
+
+    /// The functions, by index: names and where they are answered.
+    pub fn functions(&self) -> &[(String, String)] {
+        &self.functions
+    }
+
+    /// Calls function `func` with `args` and waits for the answer (the
+    /// blocking mode): the value, or what the failure policy makes of a
+    /// failure.
+    pub fn call(&self, func: u16, args: Vec<Value>) -> Verdict {
+        use std::sync::atomic::Ordering::Relaxed;
+        let id = CallId(self.next.fetch_add(1, Relaxed));
+        let mut resolver = self.resolver.lock();
+        resolver.submit(Call { id, func, args });
+        let mut answers = Vec::new();
+        let answer = loop {
+            resolver.wait(&mut answers, Duration::from_millis(100));
+            // Blocking calls are made one at a time: any answer is this
+            // one's (the resolver answers each call once).
+            if let Some(i) = answers.iter().position(|(a, _)| *a == id) {
+                break answers.swap_remove(i).1;
+            }
+            answers.clear();
+        };
+        drop(resolver);
+        match answer {
+            Answer::Value(v) => Verdict::Value(v),
+            Answer::Failed(e) => self.failed(func, &e),
+        }
+    }
+
+    fn failed(&self, func: u16, e: &CallError) -> Verdict {
+        use std::sync::atomic::Ordering::Relaxed;
+        match self.policy {
+            OnFailure::Fail => {
+                let (name, url) = self.functions.get(func as usize).cloned().unwrap_or_default();
+                let mut failure = self.failure.lock();
+                if failure.is_none() {
+                    *failure = Some(format!("remote function `{name}` at {url} {e}"));
+                }
+                Verdict::Fail
+            }
+            OnFailure::Drop => {
+                self.dropped.fetch_add(1, Relaxed);
+                Verdict::Drop
+            }
+            OnFailure::True | OnFailure::False => {
+                self.unverified.fetch_add(1, Relaxed);
+                Verdict::Unverified(self.policy == OnFailure::True)
+            }
+        }
+    }
+
+    /// Why the run must stop, after a call failed under [`OnFailure::Fail`].
+    pub fn failure(&self) -> Option<String> {
+        self.failure.lock().clone()
+    }
+
+    /// Counts so far.
+    pub fn stats(&self) -> LinkStats {
+        use std::sync::atomic::Ordering::Relaxed;
+        LinkStats {
+            resolver: self.resolver.lock().stats(),
+            dropped: self.dropped.load(Relaxed),
+            unverified: self.unverified.load(Relaxed),
+        }
+    }
+}

@@ -333,7 +333,16 @@ mod tests {
     }
 
     fn m(query: usize, start: Timestamp, end: Timestamp, rows: &[u64], ends: &[u32]) -> Match {
-        Match { query, key: Value::Int(1), start, end, rows: rows.to_vec(), ends: ends.to_vec(), emit: vec![] }
+        Match {
+            query,
+            key: Value::Int(1),
+            start,
+            end,
+            rows: rows.to_vec(),
+            ends: ends.to_vec(),
+            emit: vec![],
+            unverified: false,
+        }
     }
 
     /// Keys sort as one runner emits: a deadline after the events at its

@@ -65,6 +65,10 @@ pub struct MatchRecord {
     /// The `EMIT` items, in order (empty without `EMIT`).
     #[serde(default, skip_serializing_if = "Ordered::is_empty")]
     pub emit: Ordered<serde_json::Value>,
+    /// A remote call on its way had no answer and took the failure
+    /// policy's value (`--remote-failure true|false`).
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub unverified: bool,
     /// The stable id (the same for the same query, key and rows).
     pub id: String,
 }

@@ -104,7 +104,7 @@ pub fn from_ref(m: &RefMatch) -> Match {
         rows.extend_from_slice(v);
         ends.push(u32::try_from(rows.len()).expect("a match of fewer than 2^32 rows"));
     }
-    Match { query: 0, key: m.key, start: m.start, end: m.end, rows, ends, emit: m.emit.clone() }
+    Match { query: 0, key: m.key, start: m.start, end: m.end, rows, ends, emit: m.emit.clone(), unverified: false }
 }
 
 /// Runs `prog` on the run engine over `events`, then the end of the input:

@@ -116,6 +116,7 @@ impl Naive {
                 rows: vec![r, s],
                 ends: vec![1, 2],
                 emit: vec![],
+                unverified: false,
             });
         }
     }

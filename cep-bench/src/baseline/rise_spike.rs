@@ -251,6 +251,7 @@ impl HandWritten {
             rows: vec![d.q.r_row, d.q.s_row],
             ends: vec![1, 2],
             emit: Vec::new(),
+            unverified: false,
         }));
     }
 

@@ -39,8 +39,16 @@ fn contenders_agree_on_small_streams() {
 
 #[test]
 fn digest_ignores_symbol_numbers_and_order() {
-    let m =
-        |key: Value, start| Match { query: 0, key, start, end: 5, rows: vec![1, 2], ends: vec![1, 2], emit: vec![] };
+    let m = |key: Value, start| Match {
+        query: 0,
+        key,
+        start,
+        end: 5,
+        rows: vec![1, 2],
+        ends: vec![1, 2],
+        emit: vec![],
+        unverified: false,
+    };
     let a = match_digest(&m(Value::str("S0"), 1));
     assert_eq!(a, match_digest(&m(Value::str("S0"), 1)));
     assert_ne!(a, match_digest(&m(Value::str("S1"), 1)));

@@ -80,6 +80,10 @@ pub trait MatchEngine<E: StreamEvent> {
     /// and trips the budget, as the budget's policy says.
     fn set_state_budget(&mut self, budget: std::sync::Arc<cep_core::budget::StateBudget>);
 
+    /// Where the query's remote conditions are asked (LANGUAGE.md §8); an
+    /// engine whose programs have none ignores it.
+    fn set_remote(&mut self, _link: std::sync::Arc<cep_core::remote::RemoteLink>) {}
+
     /// Whether the engine stopped at the state bound (it ignores events
     /// from then on).
     fn halted(&self) -> bool;

@@ -58,6 +58,8 @@ enum Unfit {
     Prev,
     /// A condition that reads more of its own variable than the event.
     OwnRegs { cond: String, var: String },
+    /// A remote condition on an element (its variable).
+    Remote(String),
     /// A condition on the event itself that can only be checked later.
     Later { cond: String, var: String },
 }
@@ -81,6 +83,10 @@ impl EngineError {
 
     pub(crate) fn select() -> EngineError {
         EngineError::of(Unfit::Select)
+    }
+
+    pub(crate) fn remote(var: &str) -> EngineError {
+        EngineError::of(Unfit::Remote(var.to_owned()))
     }
 
     pub(crate) fn emit() -> EngineError {
@@ -126,7 +132,11 @@ impl EngineError {
     /// engine runs, when the reason names one.
     pub fn variable(&self) -> Option<&str> {
         match &self.kind {
-            Unfit::NotSingle(v) | Unfit::Negation(v) | Unfit::Trailing(v) | Unfit::ElementWindow(v) => Some(v),
+            Unfit::NotSingle(v)
+            | Unfit::Negation(v)
+            | Unfit::Trailing(v)
+            | Unfit::ElementWindow(v)
+            | Unfit::Remote(v) => Some(v),
             Unfit::OwnRegs { var, .. } | Unfit::Later { var, .. } => Some(var),
             Unfit::Strategy(_) | Unfit::Select | Unfit::Emit | Unfit::Skip | Unfit::Prev => None,
         }
@@ -159,6 +169,7 @@ impl fmt::Display for EngineError {
             Unfit::Skip => f.write_str("AFTER MATCH SKIP needs the run engine"),
             Unfit::ElementWindow(v) => write!(f, "the window on element `{v}` needs the run engine"),
             Unfit::Prev => f.write_str("PREV needs the run engine"),
+            Unfit::Remote(v) => write!(f, "the remote condition of `{v}` needs the run engine"),
             Unfit::OwnRegs { cond, var } => {
                 write!(f, "the condition `{cond}` reads more of `{var}` than the event itself")
             }

@@ -237,6 +237,12 @@ impl<E: StreamEvent> QueryEngine<E> {
         each!(self, x => MatchEngine::set_state_budget(x, budget))
     }
 
+    /// Where the query's remote conditions are asked (see
+    /// [`Engine::set_remote`]).
+    pub fn set_remote(&mut self, link: std::sync::Arc<cep_core::remote::RemoteLink>) {
+        each!(self, x => MatchEngine::set_remote(x, link))
+    }
+
     /// Whether the engine stopped at the state bound.
     pub fn halted(&self) -> bool {
         each!(self, x => MatchEngine::halted(x))

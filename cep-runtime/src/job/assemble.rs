@@ -28,7 +28,7 @@ pub(crate) fn programs(
     report: Option<&mut dyn FnMut(&str)>,
 ) -> Result<(Vec<Program<Event>>, Vec<FieldId>), JobError> {
     let opts = Options { time_unit: spec.time_unit };
-    let (mut programs, mut fields) = (Vec::new(), Vec::new());
+    let (mut programs, mut fields, mut declared) = (Vec::new(), Vec::new(), Vec::new());
     let mut report = report;
     for q in &spec.queries {
         match compile(&q.text, schema, &opts) {
@@ -38,19 +38,6 @@ pub(crate) fn programs(
                         report(&w.render(&q.text, &q.name));
                     }
                 }
-                if let Some((p, call)) =
-                    c.programs.iter().find_map(|p| p.elements.iter().flat_map(|e| &e.remote).next().map(|r| (p, r)))
-                {
-                    // The engines take remote conditions through a resolver
-                    // (`cep_core::remote`), which jobs do not wire yet: a
-                    // query with one must not run as if its calls were true.
-                    return Err(JobErrorKind::Engine(format!(
-                        "query {} calls remote function `{}` ({}): remote predicates are not run by jobs yet \
-                         (`cep check` shows their plan)",
-                        p.name, call.name, call.text
-                    ))
-                    .into());
-                }
                 if c.programs.iter().any(|p| p.object.is_some()) {
                     // An `EMIT x.*` item shows every field of the event:
                     // the reader keeps all the fields known now (the ones
@@ -59,6 +46,7 @@ pub(crate) fn programs(
                 }
                 programs.extend(c.programs);
                 fields.extend(c.fields);
+                declared.extend(c.remotes);
             }
             Err(diagnostics) => {
                 return Err(JobErrorKind::Compile { name: q.name.clone(), text: q.text.clone(), diagnostics }.into());
@@ -67,6 +55,7 @@ pub(crate) fn programs(
     }
     fields.sort_unstable();
     fields.dedup();
+    super::remote::resolve(spec.remote.as_ref(), &mut programs, &declared)?;
     Ok((programs, fields))
 }
 
@@ -77,6 +66,7 @@ pub(crate) fn runner(
     programs: Vec<Program<Event>>,
     budget: Option<&Arc<StateBudget>>,
 ) -> Result<Runner, JobError> {
+    let calls = programs.iter().any(|p| p.elements.iter().any(|e| !e.remote.is_empty()));
     let mut runner = Runner::with_engines(programs, spec.engine, spec.construction)
         .map_err(|e| JobError::new(JobErrorKind::Engine(format!("error: {e}"))))?;
     if let Some(cap) = spec.max_partials_per_key {
@@ -84,6 +74,11 @@ pub(crate) fn runner(
     }
     if let Some(budget) = budget {
         runner.set_state_budget(budget.clone());
+    }
+    if let Some(remote) = &spec.remote
+        && calls
+    {
+        runner.set_remote(remote.link()?);
     }
     Ok(runner)
 }

@@ -85,6 +85,8 @@ pub(crate) struct Loop<'a, 'p, W: JobOutput> {
     pub stop: &'a Arc<AtomicBool>,
     /// The state bound: a part that passed it under `fail` trips it.
     pub budget: Option<&'a Arc<StateBudget>>,
+    /// The remote functions: a failed call under `fail` stops the run.
+    pub remote: Option<&'a super::RemoteSpec>,
     /// Rows consumed so far (good and bad), for a checkpoint at a stop.
     pub consumed: u64,
 }
@@ -128,6 +130,11 @@ impl<W: JobOutput> Loop<'_, '_, W> {
     /// of, once.
     #[inline]
     fn check_bound(&self) -> Result<(), JobError> {
+        if let Some(r) = self.remote
+            && let Some(why) = r.failure()
+        {
+            return Err(JobErrorKind::Remote(why).into());
+        }
         match self.budget {
             Some(b) if b.has_news() => bound_news(b),
             _ => Ok(()),

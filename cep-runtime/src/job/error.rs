@@ -36,6 +36,10 @@ pub enum JobErrorKind {
     /// A query cannot run as asked (`--engine stack` on one that does not
     /// qualify, say).
     Engine(String),
+    /// Remote predicates: a call with nowhere to go, a `--remote` no query
+    /// declares, a resolver that could not be made, or a call that failed
+    /// under `--remote-failure fail` (LANGUAGE.md §8).
+    Remote(String),
     /// The level alerts are invalid (a duplicate id, a bad band).
     Alerts {
         /// How the alerts are named (their file).
@@ -149,6 +153,7 @@ impl JobError {
             | Compile { .. }
             | Pattern(_)
             | Engine(_)
+            | Remote(_)
             | Alerts { .. }
             | Late { .. }
             | Mismatch { .. }
@@ -177,7 +182,7 @@ impl fmt::Display for JobError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         use JobErrorKind::*;
         match &self.kind {
-            Spec(m) | Engine(m) => f.write_str(m),
+            Spec(m) | Engine(m) | Remote(m) => f.write_str(m),
             Compile { name, text, diagnostics } => f.write_str(diagnostics.render(text, name).trim_end()),
             Alerts { name, message } => write!(f, "{name}: {message}"),
             Read(e) => write!(f, "{e}"),

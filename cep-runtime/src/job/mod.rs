@@ -78,6 +78,7 @@ mod cost;
 mod drive;
 mod driver;
 mod error;
+mod remote;
 mod spec;
 mod tally;
 
@@ -92,6 +93,7 @@ use cep_time::LatePolicy;
 
 pub use drive::Progress;
 pub use error::{JobError, JobErrorKind};
+pub use remote::{MakeResolver, RemoteSpec};
 pub use spec::{CheckpointSpec, DEFAULT_CHECKPOINT_EVERY, JobSpec, MAX_THREADS, QueryText, Split};
 pub use tally::OutputFailed;
 
@@ -232,6 +234,8 @@ pub struct Job {
     stop: Arc<AtomicBool>,
     /// The state bound shared by every part (`JobSpec::max_state`).
     pub(crate) budget: Option<Arc<StateBudget>>,
+    /// The remote functions, when the queries call any.
+    remote: Option<RemoteSpec>,
     skipped: u64,
     rows: u64,
     /// What the last run wrote, when writing its output failed.
@@ -457,6 +461,7 @@ impl Job {
             _timing: timing,
             stop: Arc::new(AtomicBool::new(false)),
             budget,
+            remote: spec.remote.clone(),
             skipped,
             rows: 0,
             output_failed: None,
@@ -536,6 +541,7 @@ impl Job {
             progress,
             stop: &self.stop,
             budget: self.budget.as_ref(),
+            remote: self.remote.as_ref(),
             consumed: self.resumed.as_ref().map_or(0, |r| r.position),
         };
         let result = looped.run(source, read_ahead);
@@ -572,6 +578,12 @@ impl Job {
     /// whose source, built before the job, sets it).
     pub fn set_stop_handle(&mut self, stop: Arc<AtomicBool>) {
         self.stop = stop;
+    }
+
+    /// The remote calls' counts, summed over the shards (`None` when the
+    /// job has no remote functions).
+    pub fn remote_stats(&self) -> Option<cep_core::remote::LinkStats> {
+        self.remote.as_ref().map(RemoteSpec::stats)
     }
 
     /// Where the job resumed, if it did.

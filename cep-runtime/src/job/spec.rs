@@ -125,6 +125,8 @@ pub struct JobSpec {
     pub idle_timeout: Option<Duration>,
     /// Checkpoints, if any.
     pub checkpoint: Option<CheckpointSpec>,
+    /// Where the queries' remote functions are answered (LANGUAGE.md §8).
+    pub remote: Option<super::RemoteSpec>,
 }
 
 impl Default for JobSpec {
@@ -147,6 +149,7 @@ impl Default for JobSpec {
             skip_bad_rows: false,
             idle_timeout: None,
             checkpoint: None,
+            remote: None,
         }
     }
 }

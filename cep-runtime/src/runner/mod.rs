@@ -138,6 +138,8 @@ pub struct Runner {
     /// The job's state bound, shared with every engine (queries added
     /// later too) and the reorder buffer's meter.
     budget: Option<Arc<StateBudget>>,
+    /// Where remote conditions are asked (see `set_remote`).
+    remote: Option<Arc<cep_core::remote::RemoteLink>>,
     reorder_meter: Meter,
     /// Scratch for [`Runner::emit_stepped`]: the matches several engines
     /// made final at once, before they are put in order.
@@ -255,6 +257,7 @@ impl Runner {
             construction,
             max_partials: None,
             budget: None,
+            remote: None,
             reorder_meter: Meter::default(),
             fired: Vec::new(),
         })
@@ -339,6 +342,16 @@ impl Runner {
         self.budget = Some(budget);
     }
 
+    /// Where the queries' remote conditions are asked (LANGUAGE.md §8): one
+    /// link per runner (a shard), shared by its queries, those added later
+    /// included.
+    pub fn set_remote(&mut self, link: Arc<cep_core::remote::RemoteLink>) {
+        for e in &mut self.engines {
+            e.set_remote(link.clone());
+        }
+        self.remote = Some(link);
+    }
+
     /// What held the most when a part of the job passed the state bound
     /// under the `fail` policy (see [`set_state_budget`](Self::set_state_budget)).
     pub fn state_limit_hit(&self) -> Option<LimitHit> {
@@ -398,6 +411,9 @@ impl Runner {
         }
         if let Some(budget) = &self.budget {
             engine.set_state_budget(budget.clone());
+        }
+        if let Some(link) = &self.remote {
+            engine.set_remote(link.clone());
         }
         let wm = self.watermark();
         if wm > Timestamp::MIN {

@@ -31,6 +31,8 @@ pub(super) struct Done {
     pub(super) discarded: bool,
     /// The values of the query's `EMIT` items (empty without).
     pub(super) emit: Vec<EmitValue>,
+    /// A remote call took the failure policy's value on its way.
+    pub(super) unverified: bool,
 }
 
 impl<E: StreamEvent> Engine<E> {
@@ -76,6 +78,7 @@ impl<E: StreamEvent> Engine<E> {
             discard,
             discarded: false,
             emit,
+            unverified: r.unverified,
         });
     }
 
@@ -142,6 +145,7 @@ impl<E: StreamEvent> Engine<E> {
                 rows: std::mem::take(&mut done[i].rows),
                 ends: std::mem::take(&mut done[i].ends),
                 emit: std::mem::take(&mut done[i].emit),
+                unverified: done[i].unverified,
             };
             self.out.emit(m);
             self.stats.matches += 1;

@@ -157,6 +157,8 @@ pub struct Engine<E> {
     /// Children of this event's runs not made: they would not fit in the
     /// state bound.
     refused: u64,
+    /// Where remote conditions are asked (`None`: they do not hold).
+    remote: Option<std::sync::Arc<cep_core::remote::RemoteLink>>,
     /// How to fill the frame, by kind of slot.
     plan: FramePlan,
     /// The one `PREV` is `PREV(x)` of a field `x`: the history is that
@@ -234,6 +236,7 @@ impl<E: StreamEvent> Engine<E> {
             live_total: 0,
             halted: false,
             refused: 0,
+            remote: None,
             plan: FramePlan::of(&prog),
             prev1: Prev1::of(&prog),
             starts: prog
@@ -279,6 +282,14 @@ impl<E: StreamEvent> Engine<E> {
     /// window do not remake theirs.
     pub fn set_first_idle_look(&mut self, n: usize) {
         self.idle.set_first_look(n);
+    }
+
+    /// Asks this query's remote conditions (LANGUAGE.md §8) through `link`,
+    /// blocking: a candidate whose local conditions hold waits for each
+    /// call's answer before the run goes on. Without a link, a remote
+    /// condition does not hold.
+    pub fn set_remote(&mut self, link: std::sync::Arc<cep_core::remote::RemoteLink>) {
+        self.remote = Some(link);
     }
 
     /// Bounds the partial matches (runs) of each key to `cap`, so that a
@@ -537,6 +548,10 @@ impl<E: StreamEvent> MatchEngine<E> for Engine<E> {
 
     fn set_state_budget(&mut self, budget: std::sync::Arc<cep_core::budget::StateBudget>) {
         self.set_state_budget(budget);
+    }
+
+    fn set_remote(&mut self, link: std::sync::Arc<cep_core::remote::RemoteLink>) {
+        self.set_remote(link);
     }
 
     fn halted(&self) -> bool {

@@ -26,6 +26,10 @@ pub(super) struct Run {
     /// After this position the run can bind nothing.
     pub(super) expires_pos: u64,
     pub(super) node: NodeId,
+    /// A remote call on its way took the failure policy's value
+    /// (`--remote-failure true|false`): its match is marked unverified.
+    #[serde(default)]
+    pub(super) unverified: bool,
 }
 
 /// Runs with their registers, `stride` values each.

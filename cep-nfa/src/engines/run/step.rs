@@ -15,7 +15,8 @@ use cep_core::{Timestamp, Value};
 
 use crate::buffer::{Buffer, NIL};
 use crate::engines::api::StreamEvent;
-use crate::program::{FrameSlot, Program, RegOp, RegUpdate, Strategy};
+use crate::program::{FrameSlot, Program, RegOp, RegUpdate, RemoteCond, Strategy};
+use cep_core::remote::{RemoteLink, Verdict};
 
 use super::Engine;
 use super::negation::{NegLog, negated_in_region};
@@ -85,8 +86,9 @@ impl<E: StreamEvent> Engine<E> {
                 if self.acc >> j & 1 == 1
                     && t.frame.iter().all(|p| p(frame, regs))
                     && t.event.iter().all(|&c| (self.prog.elements[j].conds[c].pred)(e, frame, regs))
+                    && let Some(unverified) = ask_remote(self.remote.as_deref(), &self.prog, j, frame, regs)
                 {
-                    self.start(pid, e, j, ts, pos, row);
+                    self.start(pid, e, j, ts, pos, row, unverified);
                     started = true;
                 }
             }
@@ -108,7 +110,8 @@ impl<E: StreamEvent> Engine<E> {
     #[inline(never)]
     pub(super) fn offer(&mut self, pid: u32, e: &E, ts: Timestamp, pos: u64, row: u64, any: bool, trail_acc: bool) {
         let room = self.spawn_room();
-        let Engine { prog, parts, buffer, frame, acc, neg_acc, child_regs, extra, done_runs, refused, .. } = self;
+        let Engine { prog, parts, buffer, frame, acc, neg_acc, child_regs, extra, done_runs, refused, remote, .. } =
+            self;
         let (frame, acc, neg_acc) = (&frame[..], *acc, *neg_acc);
         let part = &mut parts[pid as usize];
 
@@ -157,6 +160,10 @@ impl<E: StreamEvent> Engine<E> {
                     if !conds_ok(prog, j, e, frame, regs, count_before) {
                         continue;
                     }
+                    let unverified = match ask_remote(remote.as_deref(), prog, j, frame, regs) {
+                        Some(unverified) => unverified,
+                        None => continue,
+                    };
                     relevant = true;
                     if (run.block_at as usize) < j {
                         continue;
@@ -168,8 +175,10 @@ impl<E: StreamEvent> Engine<E> {
                     }
                     child_regs.copy_from_slice(regs);
                     let step = Step { frame, ts, pos, row };
-                    if let Some(child) = bind(prog, buffer, &part.log, step, e, child_regs, Some(&run), j, count_before)
+                    if let Some(mut child) =
+                        bind(prog, buffer, &part.log, step, e, child_regs, Some(&run), j, count_before)
                     {
+                        child.unverified |= unverified;
                         settle(prog, buffer, child, child_regs, &part.log, extra, &mut part.pending, done_runs);
                     }
                 }
@@ -213,12 +222,14 @@ impl<E: StreamEvent> Engine<E> {
     /// The event starts a partial match at element `j` (its conditions
     /// hold).
     #[inline(never)]
-    pub(super) fn start(&mut self, pid: u32, e: &E, j: usize, ts: Timestamp, pos: u64, row: u64) {
+    #[allow(clippy::too_many_arguments)]
+    pub(super) fn start(&mut self, pid: u32, e: &E, j: usize, ts: Timestamp, pos: u64, row: u64, unverified: bool) {
         let Engine { prog, parts, buffer, frame, null_regs, child_regs, extra, done_runs, .. } = self;
         let part = &mut parts[pid as usize];
         child_regs.copy_from_slice(null_regs);
         let step = Step { frame, ts, pos, row };
-        if let Some(child) = bind(prog, buffer, &part.log, step, e, child_regs, None, j, 0) {
+        if let Some(mut child) = bind(prog, buffer, &part.log, step, e, child_regs, None, j, 0) {
+            child.unverified = unverified;
             settle(prog, buffer, child, child_regs, &part.log, extra, &mut part.pending, done_runs);
         }
     }
@@ -265,6 +276,47 @@ impl<E: StreamEvent> Engine<E> {
 /// Completion conditions of the elements `lo..hi` hold.
 pub(super) fn completions_ok<E>(prog: &Program<E>, lo: usize, hi: usize, regs: &[Value]) -> bool {
     prog.elements[lo..hi].iter().all(|el| el.completion.iter().all(|c| (c.pred)(regs)))
+}
+
+/// Element `j`'s remote conditions on the candidate (blocking: each call
+/// waits for its answer), after its local ones held: `Some(unverified)`
+/// when every one holds (`unverified`: one took the failure policy's
+/// value), `None` when one does not, or its call failed and the policy
+/// drops the run or stops the job. Without a link (no resolver was
+/// given), a remote condition does not hold.
+#[inline]
+pub(super) fn ask_remote<E>(
+    link: Option<&RemoteLink>,
+    prog: &Program<E>,
+    j: usize,
+    frame: &[Value],
+    regs: &[Value],
+) -> Option<bool> {
+    let conds = &prog.elements[j].remote;
+    if conds.is_empty() {
+        return Some(false);
+    }
+    ask_remote_calls(link?, conds, frame, regs)
+}
+
+#[inline(never)]
+fn ask_remote_calls(link: &RemoteLink, conds: &[RemoteCond], frame: &[Value], regs: &[Value]) -> Option<bool> {
+    let mut unverified = false;
+    for c in conds {
+        let args = c.args.iter().map(|f| f(frame, regs)).collect();
+        let value = match link.call(c.func, args) {
+            Verdict::Value(v) => v,
+            Verdict::Unverified(v) => {
+                unverified = true;
+                v
+            }
+            Verdict::Drop | Verdict::Fail => return None,
+        };
+        if value == c.negated {
+            return None;
+        }
+    }
+    Some(unverified)
 }
 
 pub(super) fn conds_ok<E>(
@@ -338,6 +390,7 @@ pub(super) fn bind<E>(
         expires: Timestamp::MAX,
         expires_pos: u64::MAX,
         node,
+        unverified: from.is_some_and(|r| r.unverified),
     };
     (run.expires, run.expires_pos) = deadlines(prog, &run);
     Some(run)

@@ -25,8 +25,16 @@ pub struct MatchRef<'a> {
 impl MatchRef<'_> {
     /// An owned [`Match`] (for query 0).
     pub fn to_match(&self) -> Match {
-        let mut m =
-            Match { query: 0, key: self.key, start: 0, end: 0, rows: Vec::new(), ends: Vec::new(), emit: Vec::new() };
+        let mut m = Match {
+            query: 0,
+            key: self.key,
+            start: 0,
+            end: 0,
+            rows: Vec::new(),
+            ends: Vec::new(),
+            emit: Vec::new(),
+            unverified: false,
+        };
         self.fill(&mut m);
         m
     }

@@ -38,6 +38,11 @@ pub fn qualifies<E>(prog: &Program<E>) -> Result<(), EngineError> {
     if prog.select != Selection::All {
         return Err(EngineError::select());
     }
+    if let Some(e) = prog.elements.iter().find(|e| !e.remote.is_empty()) {
+        // A remote call waits on another service while a run goes on; the
+        // stack engine builds matches from events already stacked.
+        return Err(EngineError::remote(&e.var));
+    }
     if !prog.emit.is_empty() {
         // Its matches carry values read from registers and bound events,
         // which the stack engine's entries do not keep.
