@@ -48,8 +48,6 @@ enum Unfit {
     Trailing(String),
     /// `SELECT EARLIEST` or `LATEST`.
     Select,
-    /// The query has `EMIT` items (values read from each final match).
-    Emit,
     /// `AFTER MATCH SKIP`.
     Skip,
     /// A window on an element.
@@ -81,10 +79,6 @@ impl EngineError {
 
     pub(crate) fn select() -> EngineError {
         EngineError::of(Unfit::Select)
-    }
-
-    pub(crate) fn emit() -> EngineError {
-        EngineError::of(Unfit::Emit)
     }
 
     pub(crate) fn skip() -> EngineError {
@@ -128,7 +122,7 @@ impl EngineError {
         match &self.kind {
             Unfit::NotSingle(v) | Unfit::Negation(v) | Unfit::Trailing(v) | Unfit::ElementWindow(v) => Some(v),
             Unfit::OwnRegs { var, .. } | Unfit::Later { var, .. } => Some(var),
-            Unfit::Strategy(_) | Unfit::Select | Unfit::Emit | Unfit::Skip | Unfit::Prev => None,
+            Unfit::Strategy(_) | Unfit::Select | Unfit::Skip | Unfit::Prev => None,
         }
     }
 
@@ -155,7 +149,6 @@ impl fmt::Display for EngineError {
             Unfit::Negation(v) => write!(f, "`NOT {v}` needs the run engine"),
             Unfit::Trailing(v) => write!(f, "the trailing `NOT {v}` needs the run engine"),
             Unfit::Select => f.write_str("SELECT EARLIEST/LATEST needs the run engine"),
-            Unfit::Emit => f.write_str("EMIT needs the run engine (the stack engine keeps no registers per match)"),
             Unfit::Skip => f.write_str("AFTER MATCH SKIP needs the run engine"),
             Unfit::ElementWindow(v) => write!(f, "the window on element `{v}` needs the run engine"),
             Unfit::Prev => f.write_str("PREV needs the run engine"),

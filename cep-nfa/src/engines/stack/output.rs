@@ -4,7 +4,7 @@
 
 use std::ops::ControlFlow;
 
-use cep_core::{Match, Timestamp, Value};
+use cep_core::{EmitValue, Match, Timestamp, Value};
 
 /// A match as the stack engine builds it, borrowed for the duration of a
 /// call: one row per variable, in `SEQ` order. Taking matches this way
@@ -20,6 +20,9 @@ pub struct MatchRef<'a> {
     pub end: Timestamp,
     /// The rows bound, one per variable.
     pub rows: &'a [u64],
+    /// The values of the query's `EMIT` items, in order (empty without
+    /// `EMIT`).
+    pub emit: &'a [EmitValue],
 }
 
 impl MatchRef<'_> {
@@ -38,6 +41,8 @@ impl MatchRef<'_> {
         m.rows.extend_from_slice(self.rows);
         m.ends.clear();
         m.ends.extend(1..=self.rows.len() as u32);
+        m.emit.clear();
+        m.emit.extend_from_slice(self.emit);
     }
 }
 
