@@ -7,7 +7,7 @@ use crate::program::Window;
 
 use super::Build;
 use super::cluster::QueryRef;
-use super::emit::{emit_values, path_regs};
+use super::emit::direct_emit;
 use super::output::{MatchRef, Out};
 use super::stacks::{Bound, Entry, NONE, Part, Stack};
 
@@ -54,7 +54,9 @@ pub(super) fn first_in(s: &Stack, lo: u64, hi: u64, ok: impl Fn(&Entry) -> bool)
 /// forwards: each level's entries from the first that links down to the
 /// entry chosen below, up to the range's end. Every step extends a path
 /// that completes, so the work is O(k log w) per match. Returns the number
-/// of matches.
+/// of matches. (Not inlined into the per-event code, as when it was not
+/// generic: that keeps the enumeration loop's registers its own.)
+#[inline(never)]
 pub(super) fn enumerate_direct<E>(
     q: &QueryRef<'_, E>,
     part: &Part,
@@ -64,7 +66,8 @@ pub(super) fn enumerate_direct<E>(
 ) -> u64 {
     let prog = q.prog;
     let n = part.stacks.len();
-    let x = part.stacks[n - 1].get(x_abs);
+    // A copy: the visitor's calls would make the loop reload it otherwise.
+    let x = *part.stacks[n - 1].get(x_abs);
     // Registers are needed only for `EMIT` (no condition links variables
     // here), so without it none are computed.
     let emits = !prog.emit.is_empty();
@@ -72,13 +75,12 @@ pub(super) fn enumerate_direct<E>(
     if n == 1 {
         b.rows.push(x.row);
         if emits {
-            path_regs(prog, part, q.width, |_| x_abs, &mut b.regs);
-            emit_values(prog, part, |_| x_abs, &b.regs, &mut b.emit);
+            direct_emit(prog, part, q.width, &[], x_abs, &mut b.regs, &mut b.emit);
         }
         out.send(&MatchRef { key: part.key, start: x.ts, end: x.ts, rows: &b.rows, emit: &b.emit });
         return 1;
     }
-    let Some(ranges) = usable_ranges(prog.window, part, x) else { return 0 };
+    let Some(ranges) = usable_ranges(prog.window, part, &x) else { return 0 };
     let last = n - 2;
     let cur = &mut b.path;
     cur[0] = ranges[0].0;
@@ -96,9 +98,7 @@ pub(super) fn enumerate_direct<E>(
         b.rows.push(x.row);
         let start = part.stacks[0].get(cur[0]).ts;
         if emits {
-            let at = |k: usize| if k <= last { cur[k] } else { x_abs };
-            path_regs(prog, part, q.width, at, &mut b.regs);
-            emit_values(prog, part, at, &b.regs, &mut b.emit);
+            direct_emit(prog, part, q.width, &cur[..=last], x_abs, &mut b.regs, &mut b.emit);
         }
         count += 1;
         if !out.send(&MatchRef { key: part.key, start, end: x.ts, rows: &b.rows, emit: &b.emit }) {

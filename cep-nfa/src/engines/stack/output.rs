@@ -41,9 +41,19 @@ impl MatchRef<'_> {
         m.rows.extend_from_slice(self.rows);
         m.ends.clear();
         m.ends.extend(1..=self.rows.len() as u32);
-        m.emit.clear();
-        m.emit.extend_from_slice(self.emit);
+        // Both empty without `EMIT`: the copy is out of line, so that a
+        // match without values costs what it did before `EMIT`.
+        if !(self.emit.is_empty() && m.emit.is_empty()) {
+            copy_emit(self.emit, &mut m.emit);
+        }
     }
+}
+
+#[cold]
+#[inline(never)]
+fn copy_emit(from: &[EmitValue], to: &mut Vec<EmitValue>) {
+    to.clear();
+    to.extend_from_slice(from);
 }
 
 /// Counting mode's report: how many matches end at one event.
