@@ -29,8 +29,8 @@
 //! `per_event` (one event onto the stacks), `cluster` (building the matches
 //! of accepting entries that share a link: per event, a cluster of one),
 //! `batch` (the batch boundaries), `direct` (direct construction), `count`
-//! (counting mode), `output` (what a call hands out) and `snapshot`
-//! (checkpoints).
+//! (counting mode), `output` (what a call hands out), `emit` (a match's
+//! `EMIT` values, from its path) and `snapshot` (checkpoints).
 
 mod batch;
 mod bound;
