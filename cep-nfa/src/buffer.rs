@@ -280,7 +280,7 @@ impl Buffer {
 }
 
 /// The memory an event object holds: itself and its fields.
-fn object_size(o: &EventObject) -> usize {
+pub(crate) fn object_size(o: &EventObject) -> usize {
     std::mem::size_of::<EventObject>() + o.fields.capacity() * std::mem::size_of::<(cep_core::Sym, cep_core::Value)>()
 }
 

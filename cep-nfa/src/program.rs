@@ -21,7 +21,7 @@
 
 use std::fmt;
 
-use cep_core::{EventObject, Value};
+use cep_core::{EmitValue, EventObject, Value};
 
 pub use crate::syntax::ast::{Quant, Selection, Strategy};
 
@@ -444,6 +444,26 @@ impl<E> Program<E> {
     /// is named by an `x.*` item of `EMIT`).
     pub fn object_mask(&self) -> u64 {
         self.graph.objects
+    }
+
+    /// Appends to `out` the values of the `EMIT` items of a final match:
+    /// expressions from its registers `regs`, `x.*` items from `event`
+    /// (given the element and its quantifier). Both engines call this, so
+    /// an item means the same whichever engine built the match; they differ
+    /// only in where a bound event's object is kept.
+    #[inline]
+    pub(crate) fn emit_values(
+        &self,
+        regs: &[Value],
+        mut event: impl FnMut(usize, Quant) -> EmitValue,
+        out: &mut Vec<EmitValue>,
+    ) {
+        for item in &self.emit {
+            out.push(match &item.what {
+                EmitWhat::Value(f) => EmitValue::Value(f(regs)),
+                EmitWhat::Event { elem, quant } => event(*elem, *quant),
+            });
+        }
     }
 
     /// Names of the positive variables, in order.

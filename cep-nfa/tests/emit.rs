@@ -1,8 +1,8 @@
 //! `EMIT` (LANGUAGE.md §5, "What a match carries"): hand-computed cases,
 //! each checked on the run engine and on the reference matcher, whose
-//! values come from the bound events directly (not from registers); the
-//! stack engine's refusal; and a snapshot taken while a Kleene variable
-//! named by `x.*` is half bound.
+//! values come from the bound events directly (not from registers), and
+//! those that qualify on every construction of the stack engine; and
+//! snapshots taken while events named by `x.*` are kept.
 //!
 //! Expected lines are written by hand from the contract: an expression
 //! item reads the final match as a later element does (`b.f` is `b`'s last
@@ -16,7 +16,7 @@ use cep_nfa::engine::Engine;
 use cep_nfa::program::Program;
 use cep_nfa::reference;
 use cep_nfa::select::{EngineChoice, QueryEngine};
-use cep_nfa::stack::Construction;
+use cep_nfa::stack::{Construction, StackEngine};
 use cep_nfa::syntax::parse;
 
 use cep_testkit::Stream;
@@ -225,19 +225,169 @@ fn emit_keeps_matches_and_ids() {
     assert_eq!(plain, with);
 }
 
-/// The stack engine takes no query with `EMIT`: `Auto` picks the run
-/// engine, and forcing the stack engine is an error that says why.
+/// The stack engine's lines, built by `how`: in the order it emits them
+/// (per event and direct: the run engine's order; batch: sorted).
+fn stack_lines(query: &str, s: &mut Stream, how: Construction) -> Vec<String> {
+    let view = program(query, s);
+    let mut engine = StackEngine::new(program(query, s), how).expect("the query qualifies");
+    let mut out = Vec::new();
+    for e in &s.events {
+        engine.push(e).unwrap();
+        out.extend(engine.drain().map(|m| line(&m, &view)));
+    }
+    engine.finish();
+    out.extend(engine.drain().map(|m| line(&m, &view)));
+    if how == Construction::Batch {
+        out.sort();
+    }
+    out
+}
+
+/// The run engine, the reference and every construction of the stack
+/// engine give exactly `want` (sorted for batches, whose matches come out
+/// at batch boundaries).
+fn check_stack(query: &str, mut s: Stream, want: &[&str]) {
+    check(query, s.clone(), want);
+    for how in [Construction::PerEvent, Construction::Direct, Construction::Batch] {
+        let mut want: Vec<&str> = want.to_vec();
+        if how == Construction::Batch {
+            want.sort();
+        }
+        assert_eq!(stack_lines(query, &mut s, how), want, "stack engine, {how:?}, query:\n{query}");
+    }
+}
+
+/// A query with `EMIT` that otherwise qualifies runs on the stack engine:
+/// `Auto` picks it, and `cep check`'s plan still lists the items.
 #[test]
-fn emit_runs_on_the_run_engine() {
+fn emit_runs_on_the_stack_engine() {
     let mut s = Stream::new(&["x"]);
     let q = "PATTERN SEQ(A a, B b) WHERE skip-till-any-match WITHIN 9 EMIT a.x";
     let auto = QueryEngine::new(program(q, &mut s), EngineChoice::Auto, Construction::PerEvent).unwrap();
-    assert_eq!(auto.kind().name(), "run");
-    let err = QueryEngine::new(program(q, &mut s), EngineChoice::Stack, Construction::PerEvent).unwrap_err();
-    assert!(err.to_string().contains("EMIT needs the run engine"), "{err}");
+    assert_eq!(auto.kind().name(), "stack");
+    let forced = QueryEngine::new(program(q, &mut s), EngineChoice::Stack, Construction::PerEvent).unwrap();
+    assert_eq!(forced.kind().name(), "stack");
     let plan = cep_nfa::compile::plan::render(&program(q, &mut s));
     assert!(plan.contains("emit (values each match carries"), "{plan}");
     assert!(plan.contains("a.x: last a.x"), "{plan}");
+}
+
+/// On the stack engine: expressions over every variable (fields, `ts`,
+/// arithmetic, comparisons, `count`, `LEN`, a NULL field)
+/// and `x.*` objects, with conditions between variables (per event and
+/// batch check them while building) and without (direct construction,
+/// which computes registers only for `EMIT`), partitioned.
+#[test]
+fn stack_engine_values_and_objects() {
+    let s = Stream::new(&["k", "x", "y"])
+        .ev("A", 0, &[int(1), int(3), Value::str("p")])
+        .ev("A", 1, &[int(2), int(5)])
+        .ev("B", 2, &[int(1), int(4)])
+        .ev("A", 3, &[int(1), int(1)])
+        .ev("C", 4, &[int(1), int(9)])
+        .ev("C", 5, &[int(2), int(2)]);
+    let items = " EMIT c.x - a.x AS d, b.ts, a.*, c.*, count(b) AS n, a.LEN, a.y AS m, b.x > a.x AS up";
+    let plain = format!("PATTERN SEQ(A a, B b, C c) WHERE skip-till-any-match PARTITION BY k{items}");
+    let first = r#"{"query":"q1","key":1,"start":0,"end":4,"vars":{"a":[0],"b":[2],"c":[4]},"emit":{"d":6,"b.ts":2,"a":{"type":"A","ts":0,"k":1,"x":3,"y":"p"},"c":{"type":"C","ts":4,"k":1,"x":9},"n":1,"a.LEN":1,"m":"p","up":true}}"#;
+    check_stack(&plain, s.clone(), &[first]);
+    // Key 2 gets a B between two As and a C: two more matches, each with
+    // its own `a`; the condition between `b` and `c` holds for all three.
+    let s = s.ev("A", 6, &[int(2), int(0)]).ev("B", 7, &[int(2), int(1)]).ev("C", 8, &[int(2), int(4)]);
+    let want = [
+        first,
+        r#"{"query":"q1","key":2,"start":1,"end":8,"vars":{"a":[1],"b":[7],"c":[8]},"emit":{"d":-1,"b.ts":7,"a":{"type":"A","ts":1,"k":2,"x":5},"c":{"type":"C","ts":8,"k":2,"x":4},"n":1,"a.LEN":1,"m":null,"up":false}}"#,
+        r#"{"query":"q1","key":2,"start":6,"end":8,"vars":{"a":[6],"b":[7],"c":[8]},"emit":{"d":4,"b.ts":7,"a":{"type":"A","ts":6,"k":2,"x":0},"c":{"type":"C","ts":8,"k":2,"x":4},"n":1,"a.LEN":1,"m":null,"up":true}}"#,
+    ];
+    check_stack(&plain, s.clone(), &want);
+    let linked = format!("PATTERN SEQ(A a, B b, C c) WHERE skip-till-any-match AND c.x >= b.x PARTITION BY k{items}");
+    check_stack(&linked, s, &want);
+}
+
+/// A pattern of one element: its match's registers and object.
+#[test]
+fn stack_engine_single_element() {
+    let s = Stream::new(&["x"]).ev("A", 0, &[int(2)]).ev("B", 1, &[int(3)]).ev("A", 2, &[int(4)]);
+    check_stack(
+        "PATTERN SEQ(A a) WHERE skip-till-any-match EMIT a.x * 10 AS t, a.*",
+        s,
+        &[
+            r#"{"query":"q1","key":null,"start":0,"end":0,"vars":{"a":[0]},"emit":{"t":20,"a":{"type":"A","ts":0,"x":2}}}"#,
+            r#"{"query":"q1","key":null,"start":2,"end":2,"vars":{"a":[2]},"emit":{"t":40,"a":{"type":"A","ts":2,"x":4}}}"#,
+        ],
+    );
+}
+
+/// The stack engine's state bound weighs the objects it keeps for `x.*`:
+/// the same stream holds more bytes with `a.*` than with `a.x` alone.
+#[test]
+fn stack_engine_weighs_kept_objects() {
+    let mut s = Stream::new(&["x", "y"]);
+    for i in 0..50 {
+        s = s.ev("A", i, &[int(i), Value::str("a rather long string value")]);
+    }
+    let bytes = |q: &str, s: &mut Stream| {
+        let mut engine = StackEngine::new(program(q, s), Construction::PerEvent).unwrap();
+        for e in &s.events {
+            engine.push(e).unwrap();
+        }
+        engine.stats().state_bytes
+    };
+    let plain = bytes("PATTERN SEQ(A a, B b) WHERE skip-till-any-match EMIT a.x", &mut s);
+    let objects = bytes("PATTERN SEQ(A a, B b) WHERE skip-till-any-match EMIT a.x, a.*", &mut s);
+    assert!(objects > plain + 50 * 16, "{objects} vs {plain}");
+}
+
+/// A snapshot of the stack engine while entries keep their objects for
+/// `x.*`, restored into a fresh engine through JSON, gives the lines of an
+/// uninterrupted run, at every cut and in every construction.
+#[test]
+fn stack_snapshot_keeps_event_objects() {
+    let s = Stream::new(&["x", "y"])
+        .ev("A", 0, &[int(1)])
+        .ev("C", 1, &[int(3), Value::str("p")])
+        .ev("C", 2, &[int(5)])
+        .ev("A", 3, &[int(7)])
+        .ev("C", 4, &[int(4)])
+        .ev("D", 5, &[int(6)])
+        .ev("D", 12, &[int(8)]);
+    let q = "PATTERN SEQ(A a, C c, D d) WHERE skip-till-any-match WITHIN 10 EMIT c.*, a.*, d.x - c.x AS g";
+    let mut s = s;
+    for how in [Construction::PerEvent, Construction::Direct, Construction::Batch] {
+        let want = stack_lines(q, &mut s, how);
+        assert_eq!(want.len(), 5, "{how:?}: {want:#?}");
+        for cut in 1..s.events.len() {
+            let view = program(q, &mut s);
+            let mut first = StackEngine::new(program(q, &mut s), how).unwrap();
+            let mut got = Vec::new();
+            for e in &s.events[..cut] {
+                first.push(e).unwrap();
+                got.extend(first.drain().map(|m| line(&m, &view)));
+            }
+            let text = serde_json::to_string(&first.snapshot()).unwrap();
+            drop(first);
+            let mut second = StackEngine::new(program(q, &mut s), how).unwrap();
+            second.restore(serde_json::from_str(&text).unwrap()).unwrap();
+            for e in &s.events[cut..] {
+                second.push(e).unwrap();
+                got.extend(second.drain().map(|m| line(&m, &view)));
+            }
+            second.finish();
+            got.extend(second.drain().map(|m| line(&m, &view)));
+            if how == Construction::Batch {
+                got.sort();
+            }
+            assert_eq!(got, want, "{how:?}, cut at {cut}");
+        }
+        // A snapshot of the plain query does not fit the query with `x.*`:
+        // its stacks keep no objects.
+        let plain = "PATTERN SEQ(A a, C c, D d) WHERE skip-till-any-match WITHIN 10 EMIT d.x - c.x AS g";
+        let mut other = StackEngine::new(program(plain, &mut s), how).unwrap();
+        for e in &s.events[..4] {
+            other.push(e).unwrap();
+        }
+        let mut fresh = StackEngine::new(program(q, &mut s), how).unwrap();
+        assert!(fresh.restore(other.snapshot()).is_err(), "{how:?}");
+    }
 }
 
 /// A snapshot taken while `c.*`'s events are half bound (their objects

@@ -1,9 +1,10 @@
 //! The stack engine against the run engine and the reference matcher on
 //! random streams and random qualifying queries (sequences of single-event
 //! elements under skip-till-any-match, with filters, conditions between
-//! variables, windows in time and in events, partitions): per-event and
-//! batch construction give the same matches as multisets; per-event
-//! construction also in the run engine's emission order.
+//! variables, windows in time and in events, partitions, `EMIT` items):
+//! per-event and batch construction give the same matches as multisets,
+//! with the same `EMIT` values; per-event and direct construction also in
+//! the run engine's emission order.
 
 use cep_testkit::arb;
 use cep_testkit::drive::{sorted, to_ref};
@@ -26,9 +27,10 @@ fn arb_query() -> impl Strategy<Value = String> {
             let window = prop_oneof![2 => Just(String::new()), 2 => (1i64..8).prop_map(|w| format!(" WITHIN {w}")),
                                      1 => (1i64..6).prop_map(|w| format!(" WITHIN {w} EVENTS"))];
             let part = prop_oneof![2 => Just(""), 1 => Just(" PARTITION BY k")];
-            (Just(n), types, conds, window, part)
+            let emit = prop_oneof![1 => Just(Vec::new()), 1 => prop::collection::vec((0..n, 0..n, 0usize..9), 1..=4)];
+            (Just(n), types, conds, window, part, emit)
         })
-        .prop_map(|(_, types, conds, window, part)| {
+        .prop_map(|(_, types, conds, window, part, emit)| {
             let elements: Vec<String> = types.iter().enumerate().map(|(i, t)| format!("{t} a{i}")).collect();
             let mut wh = vec!["skip-till-any-match".to_string()];
             for (i, j, form, c) in conds {
@@ -42,7 +44,31 @@ fn arb_query() -> impl Strategy<Value = String> {
                     _ => format!("a{i}.x != {c}"),
                 });
             }
-            format!("PATTERN SEQ({}) WHERE {}{window}{part}", elements.join(", "), wh.join(" AND "))
+            let mut q = format!("PATTERN SEQ({}) WHERE {}{window}{part}", elements.join(", "), wh.join(" AND "));
+            // `EMIT`: expressions over one or two variables (named `AS eN`)
+            // and objects (`aN.*`, once each).
+            let mut items: Vec<String> = Vec::new();
+            for (n, (i, j, form)) in emit.into_iter().enumerate() {
+                let (lo, hi) = (i.min(j), i.max(j));
+                let item = match form {
+                    0 | 1 => format!("a{i}.*"),
+                    2 => format!("a{i}.x AS e{n}"),
+                    3 => format!("a{i}.y + a{j}.x AS e{n}"),
+                    4 => format!("a{hi}.ts - a{lo}.ts AS e{n}"),
+                    5 => format!("count(a{i}) + a{i}.LEN AS e{n}"),
+                    6 => format!("a{i}.x / 0 AS e{n}"),
+                    7 => format!("a{j}.y >= a{i}.x AS e{n}"),
+                    _ => format!("a{i}.x * 9223372036854775807 AS e{n}"),
+                };
+                if !items.contains(&item) {
+                    items.push(item);
+                }
+            }
+            if !items.is_empty() {
+                q.push_str(" EMIT ");
+                q.push_str(&items.join(", "));
+            }
+            q
         })
 }
 
@@ -101,6 +127,36 @@ fn check(query: &str, events: &[Event], schema: &Schema, with_reference: bool) -
     Ok(())
 }
 
+/// A snapshot at `cut` (through JSON) restored into a fresh engine gives
+/// the matches, with their `EMIT` values, of an uninterrupted run: the
+/// entries keep their frames and, for `x.*`, their events' objects.
+fn check_resume(query: &str, events: &[Event], schema: &Schema, cut: usize) -> Result<(), TestCaseError> {
+    let file = parse(query).map_err(|d| TestCaseError::fail(d.render(query, "q")))?;
+    let prog = || compile_file(&file, &mut schema.clone(), &Options::default()).unwrap().programs.remove(0);
+    let cut = cut % (events.len() + 1);
+    for how in [Construction::PerEvent, Construction::Direct, Construction::Batch] {
+        let want = run_stack(prog(), how, events);
+        let mut first = StackEngine::new(prog(), how).unwrap();
+        let mut got = Vec::new();
+        for e in &events[..cut] {
+            first.push(e).unwrap();
+            got.extend(first.drain().map(to_ref));
+        }
+        let text = serde_json::to_string(&first.snapshot()).unwrap();
+        drop(first);
+        let mut resumed = StackEngine::new(prog(), how).unwrap();
+        resumed.restore(serde_json::from_str(&text).unwrap()).unwrap();
+        for e in &events[cut..] {
+            resumed.push(e).unwrap();
+            got.extend(resumed.drain().map(to_ref));
+        }
+        resumed.finish();
+        got.extend(resumed.drain().map(to_ref));
+        prop_assert_eq!(&got, &want, "{:?}, cut at {}: {}", how, cut, query);
+    }
+    Ok(())
+}
+
 /// Counting mode against enumeration: per event, the number of matches
 /// ending at it, in both constructions.
 fn check_counts(query: &str, events: &[Event], schema: &Schema) -> Result<(), TestCaseError> {
@@ -153,6 +209,20 @@ fn check_early_stop(query: &str, events: &[Event], schema: &Schema, k: usize) ->
 proptest! {
     #![proptest_config(arb::config())]
 
+    /// The shared generator's `EMIT` queries (LANGUAGE.md §5) that the
+    /// stack engine takes: the same matches and values as the run engine
+    /// and the reference.
+    #[test]
+    fn stack_equals_run_and_reference_with_emit(case in arb::arb_emit_case("skip-till-any-match")) {
+        let qualifying = parse(&case.query).ok().and_then(|f| {
+            let prog = compile_file(&f, &mut case.schema.clone(), &Options::default()).ok()?.programs.remove(0);
+            qualifies(&prog).is_ok().then_some(())
+        });
+        if qualifying.is_some() {
+            check(&case.query, &case.events, &case.schema, true)?;
+        }
+    }
+
     #[test]
     fn stack_equals_run_and_reference(query in arb_query(), (events, schema) in arb::arb_events()) {
         check(&query, &events, &schema, true)?;
@@ -161,6 +231,11 @@ proptest! {
     #[test]
     fn early_stop_takes_a_prefix(query in arb_query(), (events, schema) in arb_events(60), k in 1usize..4) {
         check_early_stop(&query, &events, &schema, k)?;
+    }
+
+    #[test]
+    fn resumed_equals_uninterrupted(query in arb_query(), (events, schema) in arb_events(60), cut in any::<usize>()) {
+        check_resume(&query, &events, &schema, cut)?;
     }
 
     #[test]

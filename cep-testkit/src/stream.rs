@@ -15,7 +15,7 @@ use cep_core::{Event, Schema, Sym, Value};
 /// assert_eq!(s.events[0].fields, [Value::Int(1), Value::Null]); // a missing tail is NULL
 /// assert_eq!(s.events[1].row, 1);
 /// ```
-#[derive(Debug, Default)]
+#[derive(Clone, Debug, Default)]
 pub struct Stream {
     /// The fields, and the types the events showed.
     pub schema: Schema,

@@ -48,8 +48,6 @@ enum Unfit {
     Trailing(String),
     /// `SELECT EARLIEST` or `LATEST`.
     Select,
-    /// The query has `EMIT` items (values read from each final match).
-    Emit,
     /// `AFTER MATCH SKIP`.
     Skip,
     /// A window on an element.
@@ -87,10 +85,6 @@ impl EngineError {
 
     pub(crate) fn remote(var: &str) -> EngineError {
         EngineError::of(Unfit::Remote(var.to_owned()))
-    }
-
-    pub(crate) fn emit() -> EngineError {
-        EngineError::of(Unfit::Emit)
     }
 
     pub(crate) fn skip() -> EngineError {
@@ -138,7 +132,7 @@ impl EngineError {
             | Unfit::ElementWindow(v)
             | Unfit::Remote(v) => Some(v),
             Unfit::OwnRegs { var, .. } | Unfit::Later { var, .. } => Some(var),
-            Unfit::Strategy(_) | Unfit::Select | Unfit::Emit | Unfit::Skip | Unfit::Prev => None,
+            Unfit::Strategy(_) | Unfit::Select | Unfit::Skip | Unfit::Prev => None,
         }
     }
 
@@ -165,7 +159,6 @@ impl fmt::Display for EngineError {
             Unfit::Negation(v) => write!(f, "`NOT {v}` needs the run engine"),
             Unfit::Trailing(v) => write!(f, "the trailing `NOT {v}` needs the run engine"),
             Unfit::Select => f.write_str("SELECT EARLIEST/LATEST needs the run engine"),
-            Unfit::Emit => f.write_str("EMIT needs the run engine (the stack engine keeps no registers per match)"),
             Unfit::Skip => f.write_str("AFTER MATCH SKIP needs the run engine"),
             Unfit::ElementWindow(v) => write!(f, "the window on element `{v}` needs the run engine"),
             Unfit::Prev => f.write_str("PREV needs the run engine"),

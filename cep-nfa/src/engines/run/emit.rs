@@ -9,7 +9,7 @@ use cep_core::{EmitValue, Match, Timestamp, Value};
 
 use crate::buffer::{Node, NodeId};
 use crate::engines::api::StreamEvent;
-use crate::program::{EmitWhat, Selection, SkipTo};
+use crate::program::{Selection, SkipTo};
 
 use super::Engine;
 use super::runs::Run;
@@ -86,20 +86,19 @@ impl<E: StreamEvent> Engine<E> {
     /// its registers, `x.*` from the objects kept beside its nodes.
     #[inline(never)]
     fn emit_values(&self, r: &Run, regs: &[Value], out: &mut Vec<EmitValue>) {
-        for item in &self.prog.emit {
-            out.push(match &item.what {
-                EmitWhat::Value(f) => EmitValue::Value(f(regs)),
-                EmitWhat::Event { elem, quant } => {
-                    let mut objects = Vec::new();
-                    self.buffer.objects_of(r.node, *elem as u16, &mut objects);
-                    if quant.is_kleene() {
-                        EmitValue::Events(objects)
-                    } else {
-                        objects.pop().map_or(EmitValue::Null, EmitValue::Event)
-                    }
+        self.prog.emit_values(
+            regs,
+            |elem, quant| {
+                let mut objects = Vec::new();
+                self.buffer.objects_of(r.node, elem as u16, &mut objects);
+                if quant.is_kleene() {
+                    EmitValue::Events(objects)
+                } else {
+                    objects.pop().map_or(EmitValue::Null, EmitValue::Event)
                 }
-            });
-        }
+            },
+            out,
+        );
     }
 
     /// Emits the queued final matches: selection, order, after-match skip.

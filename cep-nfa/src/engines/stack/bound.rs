@@ -42,19 +42,23 @@ impl<E: StreamEvent> StackEngine<E> {
     }
 
     /// The stacks' weight: every entry held (popped ones not compacted away
-    /// yet included) with its frame, and the partitions' records.
+    /// yet included) with its frame and, for `EMIT x.*`, its event's object,
+    /// and the partitions' records.
     fn state_bytes_now(&self) -> usize {
         let entries: usize = self.parts.iter().flat_map(|p| &p.stacks).map(|s| s.entries.len()).sum();
+        let objects: usize = self.parts.iter().flat_map(|p| &p.stacks).map(|s| s.object_bytes).sum();
         let pending: usize = self.parts.iter().map(|p| p.pending.len()).sum();
         entries * self.entry_bytes()
+            + objects
             + pending * 8
             + self.parts.len() * (PER_PARTITION + self.prog.elements.len() * std::mem::size_of::<Stack>())
     }
 
-    /// `n` entries were pushed: weighs the state once enough were.
+    /// `n` entries were pushed, with `objects` bytes of event objects:
+    /// weighs the state once enough were.
     #[inline]
-    pub(super) fn grew(&mut self, n: usize) {
-        self.grown += n * self.entry_bytes();
+    pub(super) fn grew(&mut self, n: usize, objects: usize) {
+        self.grown += n * self.entry_bytes() + objects;
         if self.grown >= GRAIN.max(self.parts.len() * 64) {
             self.weigh();
         }
@@ -108,12 +112,11 @@ impl<E: StreamEvent> StackEngine<E> {
                 s.expire(width, |e| e.pos < from);
                 n += before - s.live();
                 if s.start > 0 {
-                    s.entries.drain(..s.start);
-                    s.frames.drain(..s.start * width);
-                    s.offset += s.start as u64;
+                    s.compact(s.start, width);
                     s.start = 0;
                     s.entries.shrink_to_fit();
                     s.frames.shrink_to_fit();
+                    s.objects.shrink_to_fit();
                 }
             }
             if n == 0 {

@@ -9,6 +9,7 @@ use crate::program::{Program, SharedFramePred};
 
 use super::Build;
 use super::count::count_paths;
+use super::emit::built_emit;
 use super::output::{MatchCount, MatchRef, Out};
 use super::stacks::{Bound, NONE, Part};
 
@@ -112,8 +113,11 @@ pub(super) fn build_cluster<E>(
             b.rows.clear();
             b.rows.extend(path.iter().enumerate().map(|(k, &a)| part.stacks[k].get(a).row));
             b.rows.push(x.row);
+            if !prog.emit.is_empty() && !out.is_counts() {
+                built_emit(prog, part, path, m, &b.regs, &mut b.emit);
+            }
             matches += 1;
-            if !out.send(&MatchRef { key: part.key, start: e1.ts, end: x.ts, rows: &b.rows }) {
+            if !out.send(&MatchRef { key: part.key, start: e1.ts, end: x.ts, rows: &b.rows, emit: &b.emit }) {
                 return (count as u64, matches);
             }
         }

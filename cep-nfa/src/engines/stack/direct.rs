@@ -6,6 +6,8 @@
 use crate::program::Window;
 
 use super::Build;
+use super::cluster::QueryRef;
+use super::emit::direct_emit;
 use super::output::{MatchRef, Out};
 use super::stacks::{Bound, Entry, NONE, Part, Stack};
 
@@ -52,22 +54,33 @@ pub(super) fn first_in(s: &Stack, lo: u64, hi: u64, ok: impl Fn(&Entry) -> bool)
 /// forwards: each level's entries from the first that links down to the
 /// entry chosen below, up to the range's end. Every step extends a path
 /// that completes, so the work is O(k log w) per match. Returns the number
-/// of matches.
-pub(super) fn enumerate_direct(
-    window: Option<Window>,
+/// of matches. (Not inlined into the per-event code, as when it was not
+/// generic: that keeps the enumeration loop's registers its own.)
+#[inline(never)]
+pub(super) fn enumerate_direct<E>(
+    q: &QueryRef<'_, E>,
     part: &Part,
-    x: &Entry,
+    x_abs: u64,
     b: &mut Build,
     out: &mut Out<'_>,
 ) -> u64 {
+    let prog = q.prog;
     let n = part.stacks.len();
+    // A copy: the visitor's calls would make the loop reload it otherwise.
+    let x = *part.stacks[n - 1].get(x_abs);
+    // Registers are needed only for `EMIT` (no condition links variables
+    // here), so without it none are computed.
+    let emits = !prog.emit.is_empty();
     b.rows.clear();
     if n == 1 {
         b.rows.push(x.row);
-        out.send(&MatchRef { key: part.key, start: x.ts, end: x.ts, rows: &b.rows });
+        if emits {
+            direct_emit(prog, part, q.width, &[], x_abs, &mut b.regs, &mut b.emit);
+        }
+        out.send(&MatchRef { key: part.key, start: x.ts, end: x.ts, rows: &b.rows, emit: &b.emit });
         return 1;
     }
-    let Some(ranges) = usable_ranges(window, part, x) else { return 0 };
+    let Some(ranges) = usable_ranges(prog.window, part, &x) else { return 0 };
     let last = n - 2;
     let cur = &mut b.path;
     cur[0] = ranges[0].0;
@@ -84,8 +97,11 @@ pub(super) fn enumerate_direct(
         b.rows.extend((0..=last).map(|k| part.stacks[k].get(cur[k]).row));
         b.rows.push(x.row);
         let start = part.stacks[0].get(cur[0]).ts;
+        if emits {
+            direct_emit(prog, part, q.width, &cur[..=last], x_abs, &mut b.regs, &mut b.emit);
+        }
         count += 1;
-        if !out.send(&MatchRef { key: part.key, start, end: x.ts, rows: &b.rows }) {
+        if !out.send(&MatchRef { key: part.key, start, end: x.ts, rows: &b.rows, emit: &b.emit }) {
             break;
         }
         // The next path in row order: advance the deepest level that can.

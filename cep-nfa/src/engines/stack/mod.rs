@@ -29,14 +29,15 @@
 //! `per_event` (one event onto the stacks), `cluster` (building the matches
 //! of accepting entries that share a link: per event, a cluster of one),
 //! `batch` (the batch boundaries), `direct` (direct construction), `count`
-//! (counting mode), `output` (what a call hands out) and `snapshot`
-//! (checkpoints).
+//! (counting mode), `output` (what a call hands out), `emit` (a match's
+//! `EMIT` values, from its path) and `snapshot` (checkpoints).
 
 mod batch;
 mod bound;
 mod cluster;
 mod count;
 mod direct;
+mod emit;
 mod output;
 mod per_event;
 mod qualifies;
@@ -50,7 +51,7 @@ pub use snapshot::StackSnapshot;
 use std::ops::ControlFlow;
 
 use cep_core::keys::KeyIndex;
-use cep_core::{Match, Timestamp, Value};
+use cep_core::{EmitValue, Match, Timestamp, Value};
 
 use crate::engines::api::{LateEvent, MatchEngine, MatchQueue, Stats, StreamEvent};
 use crate::engines::error::{EngineError, RestoreError};
@@ -137,6 +138,9 @@ pub struct StackEngine<E> {
     /// Some condition links two variables (or a completion condition
     /// reads registers): matches must be built to be checked.
     linked: bool,
+    /// Bit `k`: element `k`'s entries keep their event's object, for an
+    /// `EMIT x.*` item (0 without one: no object is made).
+    objects: u64,
     /// Most entries per stack and key (`u64::MAX`: no cap).
     max_entries: u64,
     /// The job's state bound, this engine's share of it (see `bound`).
@@ -170,6 +174,8 @@ struct Build {
     order: Vec<u32>,
     /// The rows of the match being emitted.
     rows: Vec<u64>,
+    /// Its `EMIT` values (empty without `EMIT`).
+    emit: Vec<EmitValue>,
     /// Counting mode's prefix sums (this level and the next).
     counts: Vec<u128>,
     counts_next: Vec<u128>,
@@ -191,8 +197,10 @@ impl<E: StreamEvent> StackEngine<E> {
             }
         }
         let linked = cross.iter().any(|c| !c.is_empty()) || prog.elements.iter().any(|e| !e.completion.is_empty());
+        let objects = if prog.object.is_some() { prog.object_mask() } else { 0 };
         Ok(StackEngine {
             linked,
+            objects,
             max_entries: u64::MAX,
             meter: cep_core::budget::Meter::default(),
             grown: 0,
@@ -303,7 +311,8 @@ impl<E: StreamEvent> StackEngine<E> {
         s.runs = self.parts.iter().flat_map(|p| &p.stacks).map(Stack::live).sum();
         s.pending = self.parts.iter().map(|p| p.pending.len()).sum();
         s.partitions = self.idle.in_use(self.parts.len());
-        s.state_bytes = s.runs * (std::mem::size_of::<Entry>() + self.width * std::mem::size_of::<Value>());
+        let objects: usize = self.parts.iter().flat_map(|p| &p.stacks).map(|s| s.object_bytes).sum();
+        s.state_bytes = s.runs * (std::mem::size_of::<Entry>() + self.width * std::mem::size_of::<Value>()) + objects;
         s
     }
 

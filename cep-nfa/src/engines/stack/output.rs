@@ -4,7 +4,7 @@
 
 use std::ops::ControlFlow;
 
-use cep_core::{Match, Timestamp, Value};
+use cep_core::{EmitValue, Match, Timestamp, Value};
 
 /// A match as the stack engine builds it, borrowed for the duration of a
 /// call: one row per variable, in `SEQ` order. Taking matches this way
@@ -20,6 +20,9 @@ pub struct MatchRef<'a> {
     pub end: Timestamp,
     /// The rows bound, one per variable.
     pub rows: &'a [u64],
+    /// The values of the query's `EMIT` items, in order (empty without
+    /// `EMIT`).
+    pub emit: &'a [EmitValue],
 }
 
 impl MatchRef<'_> {
@@ -46,7 +49,19 @@ impl MatchRef<'_> {
         m.rows.extend_from_slice(self.rows);
         m.ends.clear();
         m.ends.extend(1..=self.rows.len() as u32);
+        // Both empty without `EMIT`: the copy is out of line, so that a
+        // match without values costs what it did before `EMIT`.
+        if !(self.emit.is_empty() && m.emit.is_empty()) {
+            copy_emit(self.emit, &mut m.emit);
+        }
     }
+}
+
+#[cold]
+#[inline(never)]
+fn copy_emit(from: &[EmitValue], to: &mut Vec<EmitValue>) {
+    to.clear();
+    to.extend_from_slice(from);
 }
 
 /// Counting mode's report: how many matches end at one event.

@@ -53,6 +53,7 @@ impl<E: StreamEvent> StackEngine<E> {
             self.stats.dropped += cap_entries(part, pos, self.max_entries, self.width);
         }
         let mut pushed = 0;
+        let mut object_bytes = 0;
         for (slot, f) in self.frame.iter_mut().zip(&prog.frame) {
             *slot = match f {
                 FrameSlot::At(i) => e.field(*i),
@@ -81,11 +82,19 @@ impl<E: StreamEvent> StackEngine<E> {
             };
             let abs = part.stacks[k].push(Entry { ts, pos, row, link }, &self.frame);
             pushed += 1;
+            if self.objects >> k & 1 == 1
+                && let Some(object) = &prog.object
+            {
+                // An `EMIT x.*` item names this element: keep the event's object.
+                let object = object(e);
+                object_bytes += crate::buffer::object_size(&object);
+                part.stacks[k].push_object(object);
+            }
             if k == n - 1 {
                 match self.construction {
                     Construction::Direct if !self.linked && !out.is_counts() => {
-                        let x = *part.stacks[n - 1].get(abs);
-                        self.stats.matches += enumerate_direct(prog.window, part, &x, &mut self.build, out);
+                        let q = QueryRef { prog, cross: &self.cross, width: self.width, linked: self.linked };
+                        self.stats.matches += enumerate_direct(&q, part, abs, &mut self.build, out);
                         self.stats.clusters += 1;
                     }
                     Construction::PerEvent | Construction::Direct => {
@@ -105,7 +114,7 @@ impl<E: StreamEvent> StackEngine<E> {
             }
         }
         if self.meter.is_bounded() && pushed > 0 {
-            self.grew(pushed);
+            self.grew(pushed, object_bytes);
         }
         if self.construction == Construction::Batch && self.batch_due(ts) {
             self.build_batches(out);

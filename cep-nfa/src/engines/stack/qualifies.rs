@@ -16,6 +16,10 @@ use crate::syntax::ast::{Quant, Selection};
 /// let q = "PATTERN SEQ(A a, B b, D d) WHERE skip-till-any-match WITHIN 500";
 /// let p = &compile(q, &mut Schema::new(), &Options::default()).unwrap().programs[0];
 /// assert_eq!(qualifies(p), Ok(()));
+/// // `EMIT` is evaluated on the stack engine's matches too.
+/// let q = "PATTERN SEQ(A a, B b) WHERE skip-till-any-match AND b.x > a.x EMIT b.x - a.x AS rise, a.*";
+/// let p = &compile(q, &mut Schema::new(), &Options::default()).unwrap().programs[0];
+/// assert_eq!(qualifies(p), Ok(()));
 /// let q = "PATTERN SEQ(A a, B+ b[], D d) WHERE skip-till-any-match";
 /// let p = &compile(q, &mut Schema::new(), &Options::default()).unwrap().programs[0];
 /// let err = qualifies(p).unwrap_err();
@@ -42,11 +46,6 @@ pub fn qualifies<E>(prog: &Program<E>) -> Result<(), EngineError> {
         // A remote call waits on another service while a run goes on; the
         // stack engine builds matches from events already stacked.
         return Err(EngineError::remote(&e.var));
-    }
-    if !prog.emit.is_empty() {
-        // Its matches carry values read from registers and bound events,
-        // which the stack engine's entries do not keep.
-        return Err(EngineError::emit());
     }
     if prog.skip != crate::program::SkipTo::None {
         return Err(EngineError::skip());

@@ -8,7 +8,7 @@ use crate::engines::api::{Stats, StreamEvent};
 use crate::engines::error::RestoreError;
 
 use super::StackEngine;
-use super::stacks::{NONE, Part};
+use super::stacks::{NONE, Part, Stack};
 
 impl Part {
     /// What the engine relies on and never breaks itself (a saved state that
@@ -88,7 +88,8 @@ pub struct StackSnapshot {
 
 impl<E: StreamEvent> StackEngine<E> {
     /// The engine's state, for a checkpoint: every partition's stacks
-    /// (entries, links and frames) and unbuilt batch entries, the watermark,
+    /// (entries, links, frames and the event objects kept for `EMIT x.*`)
+    /// and unbuilt batch entries, the watermark,
     /// the batch clock and the counters. Take it between events, after the
     /// matches emitted so far were taken.
     ///
@@ -134,10 +135,17 @@ impl<E: StreamEvent> StackEngine<E> {
     /// an engine of the same program; an error when it does not fit.
     pub fn restore(&mut self, snap: StackSnapshot) -> Result<(), RestoreError> {
         let n = self.prog.elements.len();
-        let fits =
-            snap.parts.iter().all(|p| {
-                p.stacks.len() == n && p.stacks.iter().all(|s| s.frames.len() == s.entries.len() * self.width)
-            }) && snap.dirty.iter().all(|&d| (d as usize) < snap.parts.len());
+        // A stack keeps one object per entry exactly when its element's
+        // `x.*` is emitted.
+        let objects =
+            |k: usize, s: &Stack| s.objects.len() == if self.objects >> k & 1 == 1 { s.entries.len() } else { 0 };
+        let fits = snap.parts.iter().all(|p| {
+            p.stacks.len() == n
+                && p.stacks
+                    .iter()
+                    .enumerate()
+                    .all(|(k, s)| s.frames.len() == s.entries.len() * self.width && objects(k, s))
+        }) && snap.dirty.iter().all(|&d| (d as usize) < snap.parts.len());
         if !fits {
             return Err(RestoreError::unfit(&self.prog.name));
         }
@@ -157,6 +165,7 @@ impl<E: StreamEvent> StackEngine<E> {
         self.index = index;
         self.idle.restored(snap.parts.len());
         self.parts = snap.parts;
+        self.parts.iter_mut().flat_map(|p| &mut p.stacks).for_each(Stack::recount_objects);
         self.watermark = snap.watermark;
         self.seq = snap.seq;
         self.due = snap.due;

@@ -3,8 +3,9 @@
 //! bottom), a partition's stacks, and what pops entries: the window, the
 //! cap per key, and giving up a partition nothing in it could matter to.
 
-use cep_core::{Timestamp, Value};
+use cep_core::{EventObject, Timestamp, Value};
 
+use crate::buffer::object_size;
 use crate::engines::api::StreamEvent;
 use crate::idle;
 use crate::program::Window;
@@ -36,6 +37,14 @@ pub(super) struct Stack {
     pub(super) start: usize,
     /// Absolute index of `entries[0]`.
     pub(super) offset: u64,
+    /// The events' objects, one per entry, on the stack of an element an
+    /// `EMIT x.*` item names (empty on every other stack, so a query
+    /// without such an item keeps and allocates nothing for them).
+    pub(super) objects: Vec<EventObject>,
+    /// The bytes `objects` hold, for the state bound (recounted on
+    /// restore, so not saved).
+    #[serde(skip)]
+    pub(super) object_bytes: usize,
 }
 
 impl Stack {
@@ -58,10 +67,37 @@ impl Stack {
         &self.frames[i..i + width]
     }
 
+    /// The object of entry `abs` (on a stack that keeps them).
+    pub(super) fn object(&self, abs: u64) -> &EventObject {
+        &self.objects[(abs - self.offset) as usize]
+    }
+
     pub(super) fn push(&mut self, e: Entry, frame: &[Value]) -> u64 {
         self.entries.push(e);
         self.frames.extend_from_slice(frame);
         self.end() - 1
+    }
+
+    /// Keeps `object` for the entry just pushed.
+    pub(super) fn push_object(&mut self, object: EventObject) {
+        self.object_bytes += object_size(&object);
+        self.objects.push(object);
+        debug_assert_eq!(self.objects.len(), self.entries.len());
+    }
+
+    /// Drops the first `k` entries (popped ones) from memory.
+    pub(super) fn compact(&mut self, k: usize, width: usize) {
+        self.entries.drain(..k);
+        self.frames.drain(..k * width);
+        if !self.objects.is_empty() {
+            self.object_bytes -= self.objects.drain(..k).map(|o| object_size(&o)).sum::<usize>();
+        }
+        self.offset += k as u64;
+    }
+
+    /// Recounts [`object_bytes`](Self::object_bytes) (after a restore).
+    pub(super) fn recount_objects(&mut self) {
+        self.object_bytes = self.objects.iter().map(object_size).sum();
     }
 
     /// Pops entries from the bottom while `old` holds.
@@ -70,9 +106,7 @@ impl Stack {
             self.start += 1;
         }
         if self.start > 64 && self.start * 2 > self.entries.len() {
-            self.entries.drain(..self.start);
-            self.frames.drain(..self.start * width);
-            self.offset += self.start as u64;
+            self.compact(self.start, width);
             self.start = 0;
         }
     }
@@ -85,6 +119,8 @@ impl Stack {
     pub(super) fn clear(&mut self) {
         self.entries.clear();
         self.frames.clear();
+        self.objects.clear();
+        self.object_bytes = 0;
         self.start = 0;
         self.offset = 0;
     }
