@@ -1,7 +1,7 @@
 //! Answers per second of the index in-process: loads a positions file,
 //! builds the index, then asks `near` for every row of the file (what the
-//! W7 query asks, at most once per event) and prints the rate and the
-//! fraction of true answers.
+//! W7 query asks, at most once per event) and prints the rate (best of
+//! five passes) and the fraction of true answers.
 //!
 //! `cargo run --release -p cep-geo --example throughput -- /tmp/ais/ais.csv [DISTANCE_M] [WINDOW_S]`
 
@@ -36,12 +36,18 @@ fn main() -> ExitCode {
         }
     };
     let built = t.elapsed();
-    let t = Instant::now();
-    let trues = positions.iter().filter(|p| index.near(p.mmsi, p.lat, p.lon, p.ts).unwrap_or(false)).count();
-    let asked = t.elapsed();
+    // The best of five passes: the machine is shared, and the best pass is
+    // the one least disturbed.
+    let mut asked = std::time::Duration::MAX;
+    let mut trues = 0;
+    for _ in 0..5 {
+        let t = Instant::now();
+        trues = positions.iter().filter(|p| index.near(p.mmsi, p.lat, p.lon, p.ts).unwrap_or(false)).count();
+        asked = asked.min(t.elapsed());
+    }
     let n = positions.len();
     println!(
-        "{n} positions: loaded in {loaded:.2?}, indexed in {built:.2?}; {n} queries in {asked:.2?} = {:.0} answers/s, {:.1} % true",
+        "{n} positions: loaded in {loaded:.2?}, indexed in {built:.2?}; {n} queries in {asked:.2?} (best of 5) = {:.0} answers/s, {:.1} % true",
         n as f64 / asked.as_secs_f64(),
         100.0 * trues as f64 / n.max(1) as f64
     );

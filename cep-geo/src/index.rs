@@ -5,7 +5,7 @@ use std::fmt;
 
 use ahash::AHashMap;
 
-use crate::geo::haversine_m;
+use crate::geo::{haversine_m, reach};
 use crate::grid::{Around, CellKey, Grid};
 use crate::positions::Position;
 
@@ -97,8 +97,9 @@ struct Entry {
 ///
 /// Positions are bucketed into grid cells whose side is the distance's
 /// angle (the stLD blocking); each cell's entries are sorted by time. A
-/// query looks at the cells that can hold a point within the distance (a
-/// 3×3 block at Brest's latitude, wider towards the poles), takes each
+/// query looks at the cells that can hold a point within the distance (3
+/// rows of 4 or 5 cells at Brest's latitude, wider towards the poles),
+/// skips the entries outside its box, takes each
 /// cell's entries of the window by binary search, and checks a candidate
 /// against its vessel's track (sorted by time) to know whether it is that
 /// vessel's latest position.
@@ -163,12 +164,14 @@ impl ProximityIndex {
     pub fn near(&self, mmsi: i64, lat: f64, lon: f64, ts: i64) -> Result<bool, QueryError> {
         check_point(lat, lon)?;
         let from = ts.saturating_sub(self.config.window_ms);
+        let r = reach(lat, self.config.distance_m);
+        let query = Query { mmsi, lat, lon, ts, dlat: r.dlat, dlon: r.dlon.unwrap_or(360.0) };
         let hit = |entries: &[Entry]| {
             let lo = entries.partition_point(|e| e.ts <= from);
             let hi = entries.partition_point(|e| e.ts <= ts);
-            entries.get(lo..hi).unwrap_or(&[]).iter().any(|e| self.counts(*e, mmsi, lat, lon, ts))
+            entries.get(lo..hi).unwrap_or(&[]).iter().any(|e| self.counts(*e, &query))
         };
-        Ok(match self.grid.around(lat, lon) {
+        Ok(match self.grid.around(lat, lon, r) {
             Around::Everything => hit(&self.by_time),
             Around::Cells { rows, cols, ncols } => (rows.0..=rows.1).any(|row| {
                 cols.iter()
@@ -180,15 +183,33 @@ impl ProximityIndex {
 
     /// Whether the window's entry `e` makes the query true: another
     /// vessel, within the distance, and its vessel's latest position.
-    fn counts(&self, e: Entry, mmsi: i64, lat: f64, lon: f64, ts: i64) -> bool {
+    fn counts(&self, e: Entry, q: &Query) -> bool {
         let Some(p) = self.positions.get(e.idx as usize) else { return false };
-        if p.mmsi == mmsi || haversine_m(lat, lon, p.lat, p.lon) > self.config.distance_m {
+        // The box of `reach` holds every point within the distance: a
+        // cheap test before the trigonometry, which it never contradicts.
+        let dlon = (p.lon - q.lon).abs();
+        if p.mmsi == q.mmsi || (p.lat - q.lat).abs() > q.dlat || dlon.min(360.0 - dlon) > q.dlon {
+            return false;
+        }
+        if haversine_m(q.lat, q.lon, p.lat, p.lon) > self.config.distance_m {
             return false;
         }
         let Some(track) = self.tracks.get(&p.mmsi) else { return false };
-        let at = track.partition_point(|t| t.ts <= ts);
+        let at = track.partition_point(|t| t.ts <= q.ts);
         at.checked_sub(1).and_then(|i| track.get(i)) == Some(&e)
     }
+}
+
+/// A query's arguments and its box (half-height and half-width in
+/// degrees) of [`reach`].
+#[derive(Debug)]
+struct Query {
+    mmsi: i64,
+    lat: f64,
+    lon: f64,
+    ts: i64,
+    dlat: f64,
+    dlon: f64,
 }
 
 /// Why [`ProximityIndex::new`] refused its input.

@@ -4,12 +4,12 @@
 use std::collections::HashMap;
 use std::io::{BufRead, BufReader, Read, Write};
 use std::net::{SocketAddr, TcpStream};
-use std::path::PathBuf;
 use std::process::{Child, Command, Stdio};
 use std::sync::mpsc;
 use std::time::{Duration, Instant};
 
 use cep_geo::{Config, ProximityIndex, load_csv_file};
+use cep_testkit::Scratch;
 
 const BOUND: Duration = Duration::from_secs(30);
 
@@ -106,10 +106,10 @@ fn results(reply: &str) -> HashMap<u64, bool> {
     list.iter().map(|r| (r["id"].as_u64().expect("id"), r["value"].as_bool().expect("value"))).collect()
 }
 
-/// A small positions file: ten vessels a minute apart around Brest.
-fn positions_file(name: &str) -> PathBuf {
-    let dir = std::env::temp_dir().join(format!("cep-geo-test-{}-{name}", std::process::id()));
-    std::fs::create_dir_all(&dir).expect("dir");
+/// A small positions file (ten vessels a minute apart around Brest) in a
+/// scratch directory, removed when the test ends.
+fn positions_file(test: &str) -> (Scratch, String) {
+    let dir = Scratch::new("geo-server", test);
     let mut text = String::from("type,ts,mmsi,lat,lon,speed,heading\n");
     for minute in 0..10i64 {
         for v in 0..10i64 {
@@ -122,16 +122,15 @@ fn positions_file(name: &str) -> PathBuf {
             ));
         }
     }
-    let path = dir.join("ais.csv");
-    std::fs::write(&path, text).expect("write");
-    path
+    let path = dir.write("ais.csv", text);
+    (dir, path)
 }
 
 #[test]
 fn batched_calls_are_answered_as_the_index_does() {
-    let path = positions_file("batch");
-    let server = Server::start(&["--positions", path.to_str().expect("path")]);
-    let index = ProximityIndex::new(load_csv_file(&path).expect("load"), Config::default()).expect("index");
+    let (_dir, path) = positions_file("batch");
+    let server = Server::start(&["--positions", &path]);
+    let index = ProximityIndex::new(load_csv_file(path.as_ref()).expect("load"), Config::default()).expect("index");
     let mut client = server.connect();
     let mut trues = 0;
     for round in 0..3u64 {
@@ -160,8 +159,8 @@ fn batched_calls_are_answered_as_the_index_does() {
 
 #[test]
 fn bad_bodies_are_refused_with_400() {
-    let path = positions_file("bad");
-    let server = Server::start(&["--positions", path.to_str().expect("path")]);
+    let (_dir, path) = positions_file("bad");
+    let server = Server::start(&["--positions", &path]);
     let mut client = server.connect();
     for (body, says) in [
         ("{", "bad request body"),
@@ -244,8 +243,8 @@ fn eval_delay_delays_each_call() {
 #[cfg(unix)]
 #[test]
 fn stops_on_sigterm_and_on_stdin_eof() {
-    let path = positions_file("stop");
-    let mut server = Server::start(&["--positions", path.to_str().expect("path")]);
+    let (_dir, path) = positions_file("stop");
+    let mut server = Server::start(&["--positions", &path]);
     let killed = Command::new("kill").args(["-TERM", &server.child.id().to_string()]).status().expect("kill");
     assert!(killed.success());
     let t = Instant::now();
@@ -269,10 +268,8 @@ fn stops_on_sigterm_and_on_stdin_eof() {
 
 #[test]
 fn bad_positions_exit_2_with_the_line() {
-    let dir = std::env::temp_dir().join(format!("cep-geo-test-{}-badfile", std::process::id()));
-    std::fs::create_dir_all(&dir).expect("dir");
-    let path = dir.join("bad.csv");
-    std::fs::write(&path, "ts,mmsi,lat,lon\n1,2,48.0,-4.0\n2,3,north,-4.0\n").expect("write");
+    let dir = Scratch::new("geo-server", "badfile");
+    let path = dir.write("bad.csv", "ts,mmsi,lat,lon\n1,2,48.0,-4.0\n2,3,north,-4.0\n");
     let out = Command::new(env!("CARGO_BIN_EXE_cep-geo"))
         .args(["serve", "--listen", "127.0.0.1:0", "--positions"])
         .arg(&path)

@@ -37,6 +37,9 @@ pub const MINUTES: u32 = 60;
 /// Default seed (W7 is "seed 004").
 pub const SEED: u64 = 4;
 
+/// The most rows `main` writes (they are generated and sorted in memory).
+pub const MAX_ROWS: usize = 100_000_000;
+
 /// The reference point: Brest harbour.
 pub const BREST: (f64, f64) = (48.38, -4.49);
 
@@ -221,7 +224,8 @@ impl Track {
     fn at(&self, t: f64) -> (Xy, f64, f64) {
         let w = &self.0;
         let i = w.partition_point(|(wt, _)| *wt <= t);
-        let (Some(&(t0, p0)), Some(&(t1, p1))) = (w.get(i.saturating_sub(1)), w.get(i.min(w.len() - 1))) else {
+        let (Some(&(t0, p0)), Some(&(t1, p1))) = (w.get(i.saturating_sub(1)), w.get(i.min(w.len().saturating_sub(1))))
+        else {
             return (Xy(0.0, 0.0), 0.0, 0.0);
         };
         if i == 0 || i >= w.len() || t1 <= t0 {
@@ -395,7 +399,7 @@ pub fn generate(params: Params) -> Fleet {
         tracks.push(track);
         phases.push((2_000 + rng.below(56_000) as i64, false));
     }
-    let mut rows = Vec::with_capacity(vessels * minutes as usize);
+    let mut rows = Vec::with_capacity(vessels.saturating_mul(minutes as usize).min(MAX_ROWS));
     for minute in 0..minutes {
         let mut jitter = 0;
         for (i, (track, &(phase, copies))) in tracks.iter().zip(&phases).enumerate() {
@@ -466,6 +470,10 @@ fn readme(params: Params, fleet: &Fleet) -> String {
 pub fn main(dir: &Path, params: Params) -> Result<(), String> {
     if params.vessels == 0 || params.minutes == 0 {
         return Err("--vessels and --minutes must be at least 1".into());
+    }
+    // The rows are sorted in memory (about 50 bytes each).
+    if params.vessels.saturating_mul(params.minutes as usize) > MAX_ROWS {
+        return Err(format!("--vessels × --minutes must be at most {MAX_ROWS} rows"));
     }
     create_dir(dir)?;
     let fleet = generate(params);
@@ -571,14 +579,15 @@ mod tests {
 
     #[test]
     fn writes_the_three_files() {
-        let dir = std::env::temp_dir().join(format!("xtask-ais-{}", std::process::id()));
+        let scratch = cep_testkit::Scratch::new("xtask", "ais");
+        let dir = scratch.join("out");
         main(&dir, Params { vessels: 50, minutes: 5, seed: 1 }).expect("write");
         let csv = std::fs::read_to_string(dir.join("ais.csv")).expect("csv");
         assert_eq!(csv.lines().count(), 1 + 50 * 5);
         assert_eq!(std::fs::read_to_string(dir.join("encounter.cep")).expect("cep"), ENCOUNTER_QUERY);
         let readme = std::fs::read_to_string(dir.join("README.txt")).expect("readme");
         assert!(readme.contains("seed: 1") && readme.contains("1 planted encounters"), "{readme}");
-        let _ = std::fs::remove_dir_all(&dir);
         assert!(main(&dir, Params { vessels: 0, minutes: 5, seed: 1 }).is_err());
+        assert!(main(&dir, Params { vessels: usize::MAX, minutes: 5, seed: 1 }).is_err());
     }
 }
