@@ -49,9 +49,9 @@ impl Service {
     ///
     /// The calls of one request are evaluated one after another, so the
     /// request takes `calls × eval_delay`; it is slept once, as one total,
-    /// so that the timer's rounding is paid once per request. Requests
-    /// (on one connection after another, or on several connections) are
-    /// served concurrently: their delays overlap.
+    /// so that the timer's rounding is paid once per request. Requests on
+    /// different connections are served concurrently: their delays
+    /// overlap.
     pub async fn handle(&self, body: &[u8]) -> Result<Vec<u8>, ProtocolError> {
         let calls = parse_request(body)?;
         let n = u32::try_from(calls.len()).unwrap_or(u32::MAX);
