@@ -15,12 +15,12 @@ const BUILD_NOTE: &str = "note: writing files only; no `cep` binary is built \
      (`cargo build --release --bin cep` builds it, sharing the workspace's crates with this program)";
 
 /// Creates `path` and fills it through a buffered writer.
-fn write_file(path: &Path, fill: impl FnOnce(&mut BufWriter<File>) -> io::Result<()>) -> Result<(), String> {
+pub(crate) fn write_file(path: &Path, fill: impl FnOnce(&mut BufWriter<File>) -> io::Result<()>) -> Result<(), String> {
     let mut out = BufWriter::new(File::create(path).map_err(|e| format!("{}: {e}", path.display()))?);
     fill(&mut out).and_then(|()| out.flush()).map_err(|e| format!("{}: {e}", path.display()))
 }
 
-fn create_dir(dir: &Path) -> Result<(), String> {
+pub(crate) fn create_dir(dir: &Path) -> Result<(), String> {
     std::fs::create_dir_all(dir).map_err(|e| format!("{}: {e}", dir.display()))
 }
 

@@ -8,10 +8,14 @@
 //!   the query files) to `DIR` instead.
 //! - `cargo xtask csv DIR [--ticks N]`: writes the W1 ticks and the
 //!   rise_spike query only.
+//! - `cargo xtask ais DIR [--vessels N] [--minutes M] [--seed S]`: the
+//!   W7 synthetic AIS positions near Brest, the encounter query and a
+//!   README (see [`ais`]).
 //!
 //! The binary's global allocator counts allocations
 //! ([`cep_bench::alloc::Counting`]), for the allocations-per-event column.
 
+mod ais;
 mod bench;
 mod csv;
 
@@ -42,6 +46,20 @@ enum Command {
         #[arg(long, default_value_t = cep_bench::w1::TICKS)]
         ticks: usize,
     },
+    /// Writes synthetic AIS positions near Brest to DIR/ais.csv, the W7 query to DIR/encounter.cep, and DIR/README.txt.
+    Ais {
+        /// The directory to write to (created if missing).
+        dir: PathBuf,
+        /// How many vessels.
+        #[arg(long, default_value_t = ais::VESSELS)]
+        vessels: usize,
+        /// How many minutes of traffic (one message per vessel-minute).
+        #[arg(long, default_value_t = ais::MINUTES)]
+        minutes: u32,
+        /// The generator's seed (splitmix64).
+        #[arg(long, default_value_t = ais::SEED)]
+        seed: u64,
+    },
     /// Runs one contender once and prints its peak RSS (used by `bench`).
     #[command(hide = true)]
     BenchOne {
@@ -57,6 +75,9 @@ fn main() -> ExitCode {
     let result = match cli.command {
         Command::Bench(args) => bench::main(&args),
         Command::Csv { dir, ticks } => csv::w1(&dir, ticks).map(|()| ExitCode::SUCCESS),
+        Command::Ais { dir, vessels, minutes, seed } => {
+            ais::main(&dir, ais::Params { vessels, minutes, seed }).map(|()| ExitCode::SUCCESS)
+        }
         Command::BenchOne { workload, contender, quick } => {
             bench::rss::child(&workload, &contender, quick).map(|()| ExitCode::SUCCESS)
         }
