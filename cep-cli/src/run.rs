@@ -17,6 +17,8 @@ use cep_runtime::job::{
 };
 use cep_runtime::{RunnerStats, Summary};
 use cep_time::LatePolicy;
+use std::time::Duration;
+
 use clap::Args;
 
 use crate::Failure;
@@ -452,7 +454,9 @@ fn remote_spec(args: &RunArgs) -> Result<Option<cep_runtime::job::RemoteSpec>, F
         endpoints.push(cep_remote::Endpoint::new(name, url));
     }
     let functions = endpoints.iter().map(|e| (e.name.clone(), e.url.clone())).collect();
-    let config = cep_remote::RemoteConfig::new(endpoints).with_timeout(timeout);
+    // Blocking: a shard waits for each answer, so no other call can come to
+    // fill a batch; lingering would only add to every wait.
+    let config = cep_remote::RemoteConfig::new(endpoints).with_timeout(timeout).with_batching(64, Duration::ZERO);
     // Checked once here, so that a bad URL is a clear error before any
     // shard starts.
     cep_remote::HttpResolver::new(&config).map_err(|e| Failure::bad_input(format!("--remote: {e}")))?;

@@ -185,6 +185,7 @@ pub struct RuntimeBuilder {
     construction: Construction,
     max_partials: Option<usize>,
     max_state: Option<(usize, OnLimit)>,
+    remote: Option<crate::job::RemoteSpec>,
     time_unit: TimeUnit,
     ordered: bool,
     flush_after: Option<std::time::Duration>,
@@ -352,6 +353,44 @@ impl RuntimeBuilder {
         self
     }
 
+    /// Where the queries' remote functions are answered (LANGUAGE.md §8):
+    /// each runner gets a resolver of its own from `remote`, in-process
+    /// (any `cep_core::remote::Resolver`) or over HTTP (`cep-remote`).
+    ///
+    /// # Examples
+    /// ```
+    /// use std::sync::{Arc, Mutex};
+    /// use cep_core::remote::{FnResolver, OnFailure, Resolver};
+    /// use cep_core::Value;
+    /// use cep_runtime::{Output, Runtime};
+    /// use cep_runtime::job::RemoteSpec;
+    ///
+    /// // `odd(x)` answered in-process.
+    /// let odd = Arc::new(|| {
+    ///     let f = FnResolver::new(|_func: u16, a: &[Value]| matches!(a[0], Value::Int(i) if i % 2 == 1));
+    ///     Ok(Box::new(f) as Box<dyn Resolver>)
+    /// });
+    /// let lines = Arc::new(Mutex::new(Vec::new()));
+    /// let seen = lines.clone();
+    /// let mut rt = Runtime::builder()
+    ///     .query("REMOTE odd(x int); QUERY q PATTERN SEQ(A a, B b) WHERE odd(b.x)")
+    ///     .remote(RemoteSpec::new(vec![("odd".into(), "in-process".into())], odd, OnFailure::Fail))
+    ///     .build(Output::Lines(Box::new(move |l: &str| seen.lock().unwrap().push(l.to_owned()))))
+    ///     .unwrap();
+    /// for (row, (ty, x)) in [("A", 0), ("B", 2), ("B", 3)].into_iter().enumerate() {
+    ///     let e = rt.event(ty, row as i64).set("x", x).unwrap().row(row as u64).build();
+    ///     rt.push(&e).unwrap();
+    /// }
+    /// rt.finish().unwrap();
+    /// let lines = lines.lock().unwrap();
+    /// assert_eq!(lines.len(), 1);
+    /// assert!(lines[0].contains(r#""vars":{"a":[0],"b":[2]}"#), "{}", lines[0]);
+    /// ```
+    pub fn remote(mut self, remote: crate::job::RemoteSpec) -> Self {
+        self.remote = Some(remote);
+        self
+    }
+
     /// The unit of timestamps, for durations in queries (default ms).
     pub fn time_unit(mut self, unit: TimeUnit) -> Self {
         self.time_unit = unit;
@@ -383,6 +422,7 @@ impl RuntimeBuilder {
             max_state: self.max_state.map(|(b, _)| b),
             on_state_limit: self.max_state.map_or(OnLimit::Fail, |(_, p)| p),
             time_unit: self.time_unit,
+            remote: self.remote,
             ..JobSpec::default()
         };
         let (mut job, schema) = Job::for_pushing(spec.clone(), self.schema)?;
@@ -460,6 +500,7 @@ impl Runtime {
             construction: Construction::Direct,
             max_partials: None,
             max_state: None,
+            remote: None,
             time_unit: TimeUnit::Millis,
             ordered: false,
             flush_after: None,

@@ -322,6 +322,10 @@ impl Job {
                 Split::Shards => (false, "--parallel shards".to_owned()),
                 Split::Pipeline => (true, "--parallel pipeline".to_owned()),
                 Split::Auto if spec.checkpoint.is_some() => (false, "--checkpoint".to_owned()),
+                // Timing would call the remote functions for a dry run; the
+                // calls' wait, not the parsing, bounds such a job, and
+                // shards wait in parallel.
+                Split::Auto if spec.remote.is_some() => (false, "remote functions".to_owned()),
                 Split::Auto => {
                     let progs = assemble::programs(&spec, &mut file.schema().clone(), None)?.0;
                     // Bounded on its own (a quarter of the job's bound): it

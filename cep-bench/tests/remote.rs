@@ -1,0 +1,205 @@
+//! Remote predicates on random queries and streams (LANGUAGE.md §8): a
+//! random query of each strategy gets a remote conjunct (`f(v.x, v.y)` or
+//! `NOT f(…)`) on one of its single-event variables, and its matches with
+//! `f` asked through a resolver equal the reference matcher's with `f`
+//! evaluated in-process. The resolver answers after random delays, in a
+//! random order within a batch (`cep_remote::DelayResolver`), or at once;
+//! the queries run on the run engine alone and in a job on one and two
+//! threads (`Runtime`).
+
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use cep_core::remote::{FnResolver, OnFailure, RemoteLink, Resolver};
+use cep_core::{Schema, TimeUnit, Value};
+use cep_nfa::compile::{Options, compile};
+use cep_nfa::engine::Engine;
+use cep_nfa::reference::{RefMatch, run_with_remote};
+use cep_nfa::syntax::ast::Quant;
+use cep_nfa::syntax::parse;
+use cep_remote::{DelayConfig, DelayResolver};
+use cep_runtime::job::RemoteSpec;
+use cep_runtime::{Output, Runtime};
+use cep_testkit::arb::{Case, arb_case, config};
+use cep_testkit::drive::{run_engine_with, sorted};
+use proptest::prelude::*;
+
+const DECL: &str = "REMOTE f(a int, b int);\n";
+
+/// The remote function: a pure function of its (converted) arguments.
+fn f(_func: u16, args: &[Value]) -> bool {
+    match (args[0], args[1]) {
+        (Value::Int(x), Value::Int(y)) => (x * 3 + y) % 4 != 1,
+        (Value::Null, Value::Int(y)) => y % 2 == 0,
+        _ => true,
+    }
+}
+
+/// `case`'s query with a call of `f` on its `pick`-th single-event
+/// positive variable (`NOT f(…)` when `negated`), or `None` when it has
+/// none.
+fn with_call(case: &Case, pick: usize, negated: bool) -> Option<String> {
+    let file = parse(&case.query).expect("the generator's queries parse");
+    let st = &file.statements[0];
+    let singles: Vec<&str> = st
+        .elements
+        .iter()
+        .filter(|e| !e.negated && matches!(e.quant, Quant::One | Quant::Opt))
+        .map(|e| e.var.name.as_str())
+        .collect();
+    let v = *singles.get(pick % singles.len().max(1))?;
+    let call = format!("{}f({v}.x, {v}.y)", if negated { "NOT " } else { "" });
+    let q = &case.query;
+    let text = match q.find(" WHERE ") {
+        Some(at) => {
+            let rest = &q[at + 7..];
+            match ["skip-till-any-match", "skip-till-next-match", "strict-contiguity", "partition-contiguity"]
+                .iter()
+                .find(|s| rest.starts_with(*s))
+            {
+                Some(s) => format!("{} AND {call}{}", &q[..at + 7 + s.len()], &rest[s.len()..]),
+                None => format!("{}{call} AND {rest}", &q[..at + 7]),
+            }
+        }
+        None => {
+            // The pattern ends at the last element, or the `)` after it.
+            let last = st.elements.last().expect("an element").span.end as usize;
+            let end = if st.seq { last + q[last..].find(')').expect("the SEQ's `)`") + 1 } else { last };
+            format!("{} WHERE {call}{}", &q[..end], &q[end..])
+        }
+    };
+    Some(format!("{DECL}{text}"))
+}
+
+/// The reference's matches of `text` over `case`'s events.
+fn reference(text: &str, case: &Case) -> Vec<RefMatch> {
+    let file = parse(text).unwrap();
+    let fns = compile(text, &mut case.schema.clone(), &Options::default()).unwrap().remotes;
+    sorted(run_with_remote(&file.statements[0], &case.events, &case.schema, TimeUnit::Millis, &fns, &f))
+}
+
+fn link(resolver: Box<dyn Resolver>) -> Arc<RemoteLink> {
+    Arc::new(RemoteLink::new(resolver, vec![("f".into(), "in-process".into())], OnFailure::Fail))
+}
+
+/// A resolver answering after random delays, in a random order within a
+/// batch.
+fn delayed(seed: u64) -> Box<dyn Resolver> {
+    let cfg = DelayConfig::default()
+        .with_comm(Duration::ZERO, Duration::from_micros(20))
+        .with_eval(Duration::ZERO, Duration::from_micros(10))
+        .with_reorder(seed)
+        .with_seed(seed);
+    Box::new(DelayResolver::new(cfg, f))
+}
+
+/// The engine's matches with `f` asked through `resolver`.
+fn engine(text: &str, case: &Case, resolver: Box<dyn Resolver>) -> Vec<RefMatch> {
+    let prog = compile(text, &mut case.schema.clone(), &Options::default()).unwrap().programs.remove(0);
+    let mut engine = Engine::new(prog);
+    engine.set_remote(link(resolver));
+    sorted(run_engine_with(engine, &case.events).expect("in order"))
+}
+
+/// The job's matches on `threads` threads, as sorted `(rows, key)` texts.
+fn job(text: &str, case: &Case, threads: usize, seed: u64) -> Vec<String> {
+    let make = Arc::new(move || Ok(delayed(seed)));
+    let lines = Arc::new(Mutex::new(Vec::new()));
+    let seen = lines.clone();
+    let mut rt = Runtime::builder()
+        .query(text)
+        .schema(case.schema.clone())
+        .threads(threads)
+        .remote(RemoteSpec::new(vec![("f".into(), "in-process".into())], make, OnFailure::Fail))
+        .build(Output::Lines(Box::new(move |l: &str| seen.lock().unwrap().push(l.to_owned()))))
+        .unwrap();
+    for e in &case.events {
+        rt.push(e).unwrap();
+    }
+    rt.finish().unwrap();
+    let mut out: Vec<String> = lines
+        .lock()
+        .unwrap()
+        .iter()
+        .map(|l| {
+            let v: serde_json::Value = serde_json::from_str(l).unwrap();
+            let vars: Vec<Vec<u64>> = v["vars"]
+                .as_object()
+                .unwrap()
+                .values()
+                .map(|r| r.as_array().unwrap().iter().map(|x| x.as_u64().unwrap()).collect())
+                .collect();
+            format!("{vars:?} {}", v["key"])
+        })
+        .collect();
+    out.sort();
+    out
+}
+
+fn as_lines(ms: &[RefMatch]) -> Vec<String> {
+    let mut out: Vec<String> = ms
+        .iter()
+        .map(|m| {
+            let key = match m.key {
+                Value::Null => "null".to_owned(),
+                k => k.to_string(),
+            };
+            format!("{:?} {key}", m.vars)
+        })
+        .collect();
+    out.sort();
+    out
+}
+
+fn check(case: &Case, pick: usize, negated: bool, seed: u64) -> Result<(), TestCaseError> {
+    let Some(text) = with_call(case, pick, negated) else { return Ok(()) };
+    let want = reference(&text, case);
+    prop_assert_eq!(&engine(&text, case, Box::new(FnResolver::new(f))), &want, "at once: {}", text);
+    prop_assert_eq!(&engine(&text, case, delayed(seed)), &want, "delayed: {}", text);
+    let want = as_lines(&want);
+    for threads in [1, 2] {
+        prop_assert_eq!(&job(&text, case, threads, seed), &want, "{} threads: {}", threads, text);
+    }
+    Ok(())
+}
+
+proptest! {
+    #![proptest_config(config())]
+
+    #[test]
+    fn remote_any_match_equals_the_reference(case in arb_case("skip-till-any-match"), pick in 0usize..4, negated: bool, seed: u64) {
+        check(&case, pick, negated, seed)?;
+    }
+
+    #[test]
+    fn remote_next_match_equals_the_reference(case in arb_case("skip-till-next-match"), pick in 0usize..4, negated: bool, seed: u64) {
+        check(&case, pick, negated, seed)?;
+    }
+
+    #[test]
+    fn remote_strict_equals_the_reference(case in arb_case("strict-contiguity"), pick in 0usize..4, negated: bool, seed: u64) {
+        check(&case, pick, negated, seed)?;
+    }
+}
+
+/// A hand-checked case: `f` decides which `B` follows the `A`.
+#[test]
+fn a_remote_condition_decides_which_event_binds() {
+    let mut schema = Schema::new();
+    for name in ["k", "x", "y"] {
+        schema.field(name);
+    }
+    let (events, schema) = cep_testkit::arb::build_events(&[
+        ("A", 1, Some(1), Some(0), 0),
+        ("B", 1, Some(1), Some(1), 0),
+        ("B", 1, Some(1), Some(2), 0),
+    ]);
+    let case = Case { query: "PATTERN SEQ(A a, B b) WHERE [k]".into(), events, schema };
+    // f(1, 0) = (3 + 0) % 4 != 1: true; f(2, 0) = 6 % 4 != 1: true. NOT f: none.
+    let text = with_call(&case, 1, false).unwrap();
+    assert_eq!(text, format!("{DECL}PATTERN SEQ(A a, B b) WHERE f(b.x, b.y) AND [k]"));
+    let got = engine(&text, &case, delayed(7));
+    assert_eq!(got.iter().map(|m| m.vars.clone()).collect::<Vec<_>>(), [vec![vec![0], vec![1]]]);
+    let text = with_call(&case, 1, true).unwrap();
+    assert!(engine(&text, &case, delayed(7)).is_empty());
+}

@@ -1,0 +1,254 @@
+//! Remote predicates through the binary (LANGUAGE.md §8), against a real
+//! HTTP service on loopback: the proximity service of `cep-geo`, started
+//! in this process on 127.0.0.1:0 (bounded in time, stopped after).
+//!
+//! The matches of `cep run --remote near=URL` are those of the reference
+//! matcher with `near` answered by the same index in-process, on one and
+//! two threads; a service that is not there fails the run (exit 2, naming
+//! the function and the URL) or follows `--remote-failure`; errors in
+//! the flags and a `--remote` no query declares are refused.
+
+use std::net::SocketAddr;
+use std::process::Command;
+use std::sync::Arc;
+use std::time::Duration;
+
+use cep_core::{Event, Schema, Sym, TimeUnit, Value};
+use cep_geo::{Answers, Config, ProximityIndex, Service, load_csv_file};
+use cep_nfa::compile::{Options, compile};
+use cep_nfa::syntax::parse;
+
+mod common;
+use common::{CEP, Output, Scratch};
+
+const QUERY: &str = "REMOTE near(mmsi int, lat float, lon float, ts int);
+QUERY encounter PATTERN SEQ(AIS x, AIS y, AIS z) WHERE strict-contiguity AND [mmsi]
+  AND x.speed > 5 AND y.speed > 5 AND z.speed > 5 AND near(y.mmsi, y.lat, y.lon, y.ts);
+QUERY apart PATTERN SEQ(AIS x, AIS y) WHERE [mmsi] AND y.speed > x.speed AND NOT near(y.mmsi, y.lat, y.lon, y.ts) WITHIN 5 min";
+
+/// The proximity service on a thread of its own, stopped when dropped.
+struct Proximity {
+    addr: SocketAddr,
+    stop: Option<tokio::sync::oneshot::Sender<()>>,
+    thread: Option<std::thread::JoinHandle<()>>,
+}
+
+impl Proximity {
+    fn start(index: ProximityIndex) -> Proximity {
+        let service = Arc::new(Service::new(Answers::Distance(Box::new(index)), Duration::ZERO));
+        let (addr_tx, addr_rx) = std::sync::mpsc::channel();
+        let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
+        let thread = std::thread::spawn(move || {
+            let rt = tokio::runtime::Builder::new_current_thread().enable_all().build().expect("a runtime");
+            rt.block_on(async move {
+                let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.expect("bind");
+                addr_tx.send(listener.local_addr().expect("address")).expect("send");
+                cep_geo::serve(listener, service, async move {
+                    let _ = stopped.await;
+                })
+                .await;
+            });
+        });
+        let addr = addr_rx.recv_timeout(Duration::from_secs(30)).expect("the service listens within 30 s");
+        Proximity { addr, stop: Some(stop), thread: Some(thread) }
+    }
+
+    fn url(&self) -> String {
+        format!("near=http://{}/near", self.addr)
+    }
+}
+
+impl Drop for Proximity {
+    fn drop(&mut self) {
+        if let Some(s) = self.stop.take() {
+            let _ = s.send(());
+        }
+        if let Some(t) = self.thread.take() {
+            let _ = t.join();
+        }
+    }
+}
+
+/// Synthetic AIS rows: `vessels` vessels, `minutes` reports each, a few
+/// pairs close together (seeded, so the test is repeatable).
+fn ais_csv(vessels: i64, minutes: i64) -> String {
+    let mut x = 0x9E37_79B9_7F4A_7C15u64;
+    let mut rnd = move || {
+        x ^= x << 13;
+        x ^= x >> 7;
+        x ^= x << 17;
+        x
+    };
+    let mut rows = Vec::new();
+    for m in 0..minutes {
+        for v in 0..vessels {
+            // Vessels in pairs on nearby tracks: even ones drift away.
+            let pair = v / 2;
+            let drift = if v % 2 == 0 { 0.0 } else { 0.001 * (m as f64) * ((pair % 3) as f64) };
+            let lat = 48.0 + 0.01 * pair as f64 + drift;
+            let lon = -4.5 + 0.0005 * (m as f64);
+            let speed = (rnd() % 140) as f64 / 10.0;
+            let ts = m * 60_000 + v * 10;
+            rows.push(format!("AIS,{ts},{},{lat:.6},{lon:.6},{speed:.1}", 235_000_000 + v));
+        }
+    }
+    format!("type,ts,mmsi,lat,lon,speed\n{}\n", rows.join("\n"))
+}
+
+/// The reference's matches, `near` answered by `index`, as sorted lines
+/// `query rows`.
+fn reference(csv: &str, index: &ProximityIndex) -> Vec<String> {
+    let file = parse(QUERY).unwrap();
+    let mut schema = Schema::new();
+    for name in ["mmsi", "lat", "lon", "speed"] {
+        schema.field(name);
+    }
+    let fns = compile(QUERY, &mut schema.clone(), &Options::default()).unwrap().remotes;
+    let events: Vec<Event> = csv
+        .lines()
+        .skip(1)
+        .enumerate()
+        .map(|(row, line)| {
+            let c: Vec<&str> = line.split(',').collect();
+            let fields = vec![
+                Value::Int(c[2].parse().unwrap()),
+                Value::Float(c[3].parse().unwrap()),
+                Value::Float(c[4].parse().unwrap()),
+                Value::Float(c[5].parse().unwrap()),
+            ];
+            Event::new(Sym::new(c[0]), c[1].parse().unwrap(), row as u64, fields)
+        })
+        .collect();
+    let answer = |_f: u16, a: &[Value]| match (a[0], a[1], a[2], a[3]) {
+        (Value::Int(m), Value::Float(lat), Value::Float(lon), Value::Int(ts)) => index.near(m, lat, lon, ts).unwrap(),
+        _ => false,
+    };
+    let mut out = Vec::new();
+    for st in &file.statements {
+        let name = &st.name.as_ref().unwrap().name;
+        for m in cep_nfa::reference::run_with_remote(st, &events, &schema, TimeUnit::Millis, &fns, &answer) {
+            out.push(format!("{name} {:?}", m.vars));
+        }
+    }
+    out.sort();
+    out
+}
+
+/// `cep run`'s matches as sorted lines `query rows`.
+fn matches(stdout: &str) -> Vec<String> {
+    let mut out: Vec<String> = stdout
+        .lines()
+        .map(|l| {
+            let v: serde_json::Value = serde_json::from_str(l).unwrap();
+            let vars: Vec<Vec<u64>> = v["vars"]
+                .as_object()
+                .unwrap()
+                .values()
+                .map(|rows| rows.as_array().unwrap().iter().map(|r| r.as_u64().unwrap()).collect())
+                .collect();
+            format!("{} {vars:?}", v["query"].as_str().unwrap())
+        })
+        .collect();
+    out.sort();
+    out
+}
+
+fn cep(args: &[&str]) -> Output {
+    Output::of(Command::new(CEP).args(args).output().expect("cep runs"), args)
+}
+
+#[test]
+fn matches_equal_the_reference_with_the_service_answering() {
+    let dir = Scratch::new("remote", "reference");
+    let csv = ais_csv(40, 30);
+    let events = dir.write("ais.csv", &csv);
+    let query = dir.write("q.cep", QUERY);
+    let index = ProximityIndex::new(load_csv_file(std::path::Path::new(&events)).unwrap(), Config::default()).unwrap();
+    let want = reference(&csv, &index);
+    assert!(want.iter().any(|l| l.starts_with("encounter")) && want.iter().any(|l| l.starts_with("apart")), "{want:?}");
+    let service = Proximity::start(index);
+    let url = service.url();
+    for threads in ["1", "2"] {
+        for mode in ["blocking", "auto"] {
+            let args = ["run", "--query", &query, "--events", &events, "--remote", &url, "--threads", threads];
+            let o = cep(&[&args[..], &["--remote-mode", mode]].concat());
+            assert_eq!(o.code, Some(0), "{o:#?}");
+            assert_eq!(matches(&o.stdout), want, "threads {threads}, {mode}");
+            let summary = o.stderr.lines().find(|l| l.starts_with("summary: ")).unwrap();
+            assert!(summary.contains(", remote: ") && summary.contains(" 0 failures"), "{summary}");
+        }
+    }
+}
+
+#[test]
+fn a_service_that_is_not_there_fails_or_follows_the_policy() {
+    let dir = Scratch::new("remote", "absent");
+    let events = dir.write("ais.csv", ais_csv(6, 5));
+    let query = dir.write("q.cep", QUERY);
+    // A port nothing listens on: bound, then let go.
+    let port = std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port();
+    let url = format!("near=http://127.0.0.1:{port}/near");
+    let base = ["run", "--query", &query, "--events", &events, "--remote", &url, "--threads", "1"];
+    let o = cep(&base);
+    assert_eq!(o.code, Some(2), "{o:#?}");
+    assert!(
+        o.stderr.contains(&format!("remote function `near` at http://127.0.0.1:{port}/near could not connect")),
+        "{}",
+        o.stderr
+    );
+    // drop: the runs that needed an answer are dropped, and counted.
+    let o = cep(&[&base[..], &["--remote-failure", "drop"]].concat());
+    assert_eq!(o.code, Some(0), "{o:#?}");
+    assert!(o.stdout.is_empty(), "{}", o.stdout);
+    assert!(o.stderr.contains(" runs dropped"), "{}", o.stderr);
+    // true: every call counts as true, and its matches say unverified.
+    let o = cep(&[&base[..], &["--remote-failure", "true"]].concat());
+    assert_eq!(o.code, Some(0), "{o:#?}");
+    let lines: Vec<&str> = o.stdout.lines().filter(|l| l.contains("\"query\":\"encounter\"")).collect();
+    assert!(!lines.is_empty() && lines.iter().all(|l| l.contains(",\"unverified\":true,")), "{}", o.stdout);
+    assert!(o.stdout.lines().all(|l| !l.contains("\"query\":\"apart\"")), "NOT near(…) is false: {}", o.stdout);
+    assert!(o.stderr.contains(" unverified"), "{}", o.stderr);
+    // false: `apart` (NOT near) matches, unverified; `encounter` does not.
+    let o = cep(&[&base[..], &["--remote-failure", "false"]].concat());
+    assert_eq!(o.code, Some(0), "{o:#?}");
+    assert!(
+        o.stdout.lines().all(|l| l.contains("\"query\":\"apart\"") && l.contains("\"unverified\":true")),
+        "{}",
+        o.stdout
+    );
+    assert!(!o.stdout.is_empty());
+}
+
+#[test]
+fn bad_remote_flags_are_refused() {
+    let dir = Scratch::new("remote", "flags");
+    let events = dir.write("ais.csv", ais_csv(2, 2));
+    let query = dir.write("q.cep", QUERY);
+    let plain = dir.write("plain.cep", "PATTERN AIS a");
+    for (q, extra, says) in [
+        (&query, vec![], "calls remote function `near`, which no --remote says where to ask"),
+        (&plain, vec!["--remote", "near=http://127.0.0.1:1/near"], "--remote near: no query declares `REMOTE near(…)`"),
+        (&query, vec!["--remote", "near"], "invalid --remote `near`: expected NAME=URL"),
+        (&query, vec!["--remote", "near=https://example.invalid/near"], "https"),
+        (
+            &query,
+            vec!["--remote", "near=http://127.0.0.1:1/", "--remote-failure", "maybe"],
+            "unknown --remote-failure `maybe`",
+        ),
+        (
+            &query,
+            vec!["--remote", "near=http://127.0.0.1:1/", "--remote-mode", "eager"],
+            "unknown --remote-mode `eager`",
+        ),
+        (
+            &query,
+            vec!["--remote", "near=http://127.0.0.1:1/", "--remote-timeout", "soon"],
+            "invalid --remote-timeout `soon`",
+        ),
+    ] {
+        let args = [&["run", "--query", q.as_str(), "--events", events.as_str()][..], &extra[..]].concat();
+        let o = cep(&args);
+        assert_eq!(o.code, Some(2), "{args:?}: {o:#?}");
+        assert!(o.stderr.contains(says), "{args:?}: {}", o.stderr);
+    }
+}
