@@ -5,12 +5,14 @@
 //! evaluated in-process. The resolver answers after random delays, in a
 //! random order within a batch (`cep_remote::DelayResolver`), or at once;
 //! the queries run on the run engine alone and in a job on one and two
-//! threads (`Runtime`).
+//! threads (`Runtime`), blocking and lazy (which applies under
+//! skip-till-any-match and strict contiguity, and leaves the others
+//! blocking).
 
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use cep_core::remote::{FnResolver, OnFailure, RemoteLink, Resolver};
+use cep_core::remote::{FnResolver, OnFailure, RemoteLink, RemoteMode, Resolver};
 use cep_core::{Schema, TimeUnit, Value};
 use cep_nfa::compile::{Options, compile};
 use cep_nfa::engine::Engine;
@@ -93,16 +95,19 @@ fn delayed(seed: u64) -> Box<dyn Resolver> {
     Box::new(DelayResolver::new(cfg, f))
 }
 
-/// The engine's matches with `f` asked through `resolver`.
-fn engine(text: &str, case: &Case, resolver: Box<dyn Resolver>) -> Vec<RefMatch> {
+/// The engine's matches with `f` asked through `resolver`, lazily where
+/// the query allows it when `lazy`.
+fn engine(text: &str, case: &Case, resolver: Box<dyn Resolver>, lazy: bool) -> Vec<RefMatch> {
     let prog = compile(text, &mut case.schema.clone(), &Options::default()).unwrap().programs.remove(0);
+    let fits = cep_nfa::engine::lazy_fits(&prog).is_none();
     let mut engine = Engine::new(prog);
     engine.set_remote(link(resolver));
+    assert_eq!(engine.set_lazy() && lazy, lazy && fits, "{text}");
     sorted(run_engine_with(engine, &case.events).expect("in order"))
 }
 
 /// The job's matches on `threads` threads, as sorted `(rows, key)` texts.
-fn job(text: &str, case: &Case, threads: usize, seed: u64) -> Vec<String> {
+fn job(text: &str, case: &Case, threads: usize, seed: u64, mode: RemoteMode) -> Vec<String> {
     let make = Arc::new(move || Ok(delayed(seed)));
     let lines = Arc::new(Mutex::new(Vec::new()));
     let seen = lines.clone();
@@ -110,7 +115,7 @@ fn job(text: &str, case: &Case, threads: usize, seed: u64) -> Vec<String> {
         .query(text)
         .schema(case.schema.clone())
         .threads(threads)
-        .remote(RemoteSpec::new(vec![("f".into(), "in-process".into())], make, OnFailure::Fail))
+        .remote(RemoteSpec::new(vec![("f".into(), "in-process".into())], make, OnFailure::Fail).with_mode(mode))
         .build(Output::Lines(Box::new(move |l: &str| seen.lock().unwrap().push(l.to_owned()))))
         .unwrap();
     for e in &case.events {
@@ -154,11 +159,15 @@ fn as_lines(ms: &[RefMatch]) -> Vec<String> {
 fn check(case: &Case, pick: usize, negated: bool, seed: u64) -> Result<(), TestCaseError> {
     let Some(text) = with_call(case, pick, negated) else { return Ok(()) };
     let want = reference(&text, case);
-    prop_assert_eq!(&engine(&text, case, Box::new(FnResolver::new(f))), &want, "at once: {}", text);
-    prop_assert_eq!(&engine(&text, case, delayed(seed)), &want, "delayed: {}", text);
+    prop_assert_eq!(&engine(&text, case, Box::new(FnResolver::new(f)), false), &want, "at once: {}", text);
+    prop_assert_eq!(&engine(&text, case, delayed(seed), false), &want, "delayed: {}", text);
+    prop_assert_eq!(&engine(&text, case, Box::new(FnResolver::new(f)), true), &want, "lazy, at once: {}", text);
+    prop_assert_eq!(&engine(&text, case, delayed(seed), true), &want, "lazy, delayed: {}", text);
     let want = as_lines(&want);
     for threads in [1, 2] {
-        prop_assert_eq!(&job(&text, case, threads, seed), &want, "{} threads: {}", threads, text);
+        for mode in [RemoteMode::Blocking, RemoteMode::Lazy] {
+            prop_assert_eq!(&job(&text, case, threads, seed, mode), &want, "{} threads, {:?}: {}", threads, mode, text);
+        }
     }
     Ok(())
 }
@@ -198,8 +207,8 @@ fn a_remote_condition_decides_which_event_binds() {
     // f(1, 0) = (3 + 0) % 4 != 1: true; f(2, 0) = 6 % 4 != 1: true. NOT f: none.
     let text = with_call(&case, 1, false).unwrap();
     assert_eq!(text, format!("{DECL}PATTERN SEQ(A a, B b) WHERE f(b.x, b.y) AND [k]"));
-    let got = engine(&text, &case, delayed(7));
+    let got = engine(&text, &case, delayed(7), false);
     assert_eq!(got.iter().map(|m| m.vars.clone()).collect::<Vec<_>>(), [vec![vec![0], vec![1]]]);
     let text = with_call(&case, 1, true).unwrap();
-    assert!(engine(&text, &case, delayed(7)).is_empty());
+    assert!(engine(&text, &case, delayed(7), false).is_empty());
 }

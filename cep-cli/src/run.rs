@@ -425,20 +425,9 @@ fn remote_spec(args: &RunArgs) -> Result<Option<cep_runtime::job::RemoteSpec>, F
             args.remote_failure
         ))
     })?;
-    match args.remote_mode.as_str() {
-        // Lazy evaluation is not built yet: auto chooses blocking.
-        "blocking" | "auto" => {}
-        "lazy" => {
-            return Err(Failure::bad_input(
-                "--remote-mode lazy is not available yet: use blocking or auto (which is blocking for now)",
-            ));
-        }
-        other => {
-            return Err(Failure::bad_input(format!(
-                "unknown --remote-mode `{other}`: expected blocking, lazy or auto"
-            )));
-        }
-    }
+    let mode = cep_core::remote::RemoteMode::parse(&args.remote_mode).ok_or_else(|| {
+        Failure::bad_input(format!("unknown --remote-mode `{}`: expected blocking, lazy or auto", args.remote_mode))
+    })?;
     let timeout = parse_wall(&args.remote_timeout, "--remote-timeout")?;
     if args.remote.is_empty() {
         return Ok(None);
@@ -455,15 +444,17 @@ fn remote_spec(args: &RunArgs) -> Result<Option<cep_runtime::job::RemoteSpec>, F
     }
     let functions = endpoints.iter().map(|e| (e.name.clone(), e.url.clone())).collect();
     // Blocking: a shard waits for each answer, so no other call can come to
-    // fill a batch; lingering would only add to every wait.
-    let config = cep_remote::RemoteConfig::new(endpoints).with_timeout(timeout).with_batching(64, Duration::ZERO);
+    // fill a batch; lingering would only add to every wait. Lazy: calls
+    // made while runs go on fill batches for a millisecond.
+    let linger = if mode == cep_core::remote::RemoteMode::Lazy { Duration::from_millis(1) } else { Duration::ZERO };
+    let config = cep_remote::RemoteConfig::new(endpoints).with_timeout(timeout).with_batching(64, linger);
     // Checked once here, so that a bad URL is a clear error before any
     // shard starts.
     cep_remote::HttpResolver::new(&config).map_err(|e| Failure::bad_input(format!("--remote: {e}")))?;
     let make: cep_runtime::job::MakeResolver = std::sync::Arc::new(move || {
         cep_remote::HttpResolver::new(&config).map(|r| Box::new(r) as Box<dyn Resolver>).map_err(|e| e.to_string())
     });
-    Ok(Some(cep_runtime::job::RemoteSpec::new(functions, make, on_failure)))
+    Ok(Some(cep_runtime::job::RemoteSpec::new(functions, make, on_failure).with_mode(mode)))
 }
 
 /// `, remote: N calls, …` for the summary line.
@@ -478,6 +469,9 @@ fn remote_summary(s: &cep_core::remote::LinkStats) -> String {
     }
     if s.unverified > 0 {
         out.push_str(&format!(", {} unverified", s.unverified));
+    }
+    if s.settled_true + s.settled_false > 0 {
+        out.push_str(&format!(", debts settled {} true, {} false", s.settled_true, s.settled_false));
     }
     out
 }

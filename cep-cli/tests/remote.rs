@@ -169,13 +169,16 @@ fn matches_equal_the_reference_with_the_service_answering() {
     let service = Proximity::start(index);
     let url = service.url();
     for threads in ["1", "2"] {
-        for mode in ["blocking", "auto"] {
+        for mode in ["blocking", "lazy", "auto"] {
             let args = ["run", "--query", &query, "--events", &events, "--remote", &url, "--threads", threads];
             let o = cep(&[&args[..], &["--remote-mode", mode]].concat());
             assert_eq!(o.code, Some(0), "{o:#?}");
             assert_eq!(matches(&o.stdout), want, "threads {threads}, {mode}");
             let summary = o.stderr.lines().find(|l| l.starts_with("summary: ")).unwrap();
             assert!(summary.contains(", remote: ") && summary.contains(" 0 failures"), "{summary}");
+            // Lazy: the matches settled when final (`apart` stays blocking:
+            // skip-till-next-match).
+            assert_eq!(summary.contains(", debts settled "), mode == "lazy", "{summary}");
         }
     }
 }
@@ -201,13 +204,25 @@ fn a_service_that_is_not_there_fails_or_follows_the_policy() {
     assert_eq!(o.code, Some(0), "{o:#?}");
     assert!(o.stdout.is_empty(), "{}", o.stdout);
     assert!(o.stderr.contains(" runs dropped"), "{}", o.stderr);
-    // true: every call counts as true, and its matches say unverified.
-    let o = cep(&[&base[..], &["--remote-failure", "true"]].concat());
-    assert_eq!(o.code, Some(0), "{o:#?}");
-    let lines: Vec<&str> = o.stdout.lines().filter(|l| l.contains("\"query\":\"encounter\"")).collect();
-    assert!(!lines.is_empty() && lines.iter().all(|l| l.contains(",\"unverified\":true,")), "{}", o.stdout);
-    assert!(o.stdout.lines().all(|l| !l.contains("\"query\":\"apart\"")), "NOT near(…) is false: {}", o.stdout);
-    assert!(o.stderr.contains(" unverified"), "{}", o.stderr);
+    // true: every call counts as true, and its matches say unverified;
+    // the same lines whether runs wait for the answers or go on.
+    let mut outputs = Vec::new();
+    for mode in ["blocking", "lazy"] {
+        let o = cep(&[&base[..], &["--remote-failure", "true", "--remote-mode", mode]].concat());
+        assert_eq!(o.code, Some(0), "{o:#?}");
+        let lines: Vec<&str> = o.stdout.lines().filter(|l| l.contains("\"query\":\"encounter\"")).collect();
+        assert!(!lines.is_empty() && lines.iter().all(|l| l.contains(",\"unverified\":true,")), "{}", o.stdout);
+        assert!(o.stdout.lines().all(|l| !l.contains("\"query\":\"apart\"")), "NOT near(…) is false: {}", o.stdout);
+        assert!(o.stderr.contains(" unverified"), "{}", o.stderr);
+        let mut sorted: Vec<String> = o.stdout.lines().map(str::to_owned).collect();
+        sorted.sort();
+        outputs.push(sorted);
+    }
+    assert_eq!(outputs[0], outputs[1]);
+    // Lazy, fail: the run stops naming the function and the URL too.
+    let o = cep(&[&base[..], &["--remote-mode", "lazy"]].concat());
+    assert_eq!(o.code, Some(2), "{o:#?}");
+    assert!(o.stderr.contains("remote function `near` at http://127.0.0.1:"), "{}", o.stderr);
     // false: `apart` (NOT near) matches, unverified; `encounter` does not.
     let o = cep(&[&base[..], &["--remote-failure", "false"]].concat());
     assert_eq!(o.code, Some(0), "{o:#?}");

@@ -222,6 +222,32 @@ impl OnFailure {
     }
 }
 
+/// How runs wait for remote answers (`--remote-mode`, LANGUAGE.md §8).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+pub enum RemoteMode {
+    /// A run that needs an answer waits for it.
+    Blocking,
+    /// A run goes on as if the answer were true, owing it; its match is
+    /// settled when final.
+    Lazy,
+    /// The engine chooses (blocking, until the choice from measurements
+    /// is built).
+    #[default]
+    Auto,
+}
+
+impl RemoteMode {
+    /// The mode a word names (`blocking`, `lazy`, `auto`).
+    pub fn parse(word: &str) -> Option<RemoteMode> {
+        Some(match word {
+            "blocking" => RemoteMode::Blocking,
+            "lazy" => RemoteMode::Lazy,
+            "auto" => RemoteMode::Auto,
+            _ => return None,
+        })
+    }
+}
+
 /// What a remote condition's call decided.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Verdict {
@@ -243,6 +269,9 @@ pub enum Verdict {
 /// numbered here, so that ids are unique among all of the shard's engines.
 pub struct RemoteLink {
     resolver: parking_lot::Mutex<Box<dyn Resolver>>,
+    /// Answers of calls made by [`submit`](Self::submit), by owner (one
+    /// engine each), until the owner drains them.
+    inboxes: parking_lot::Mutex<Inboxes>,
     /// Per function (the resolver's index): its name and where it is
     /// answered, for messages.
     functions: Vec<(String, String)>,
@@ -251,11 +280,33 @@ pub struct RemoteLink {
     failure: parking_lot::Mutex<Option<String>>,
     dropped: std::sync::atomic::AtomicU64,
     unverified: std::sync::atomic::AtomicU64,
+    /// Final matches whose debts were settled: paid, refused.
+    settled: [std::sync::atomic::AtomicU64; 2],
 }
 
 impl std::fmt::Debug for RemoteLink {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("RemoteLink").field("functions", &self.functions).field("policy", &self.policy).finish()
+    }
+}
+
+/// The answers of asynchronous calls, routed to the engine that made each.
+#[derive(Default)]
+struct Inboxes {
+    /// The owner and the function of each call in flight.
+    owner_of: std::collections::HashMap<CallId, (usize, u16)>,
+    boxes: Vec<Vec<(CallId, u16, Answer)>>,
+}
+
+impl Inboxes {
+    fn route(&mut self, answers: &mut Vec<(CallId, Answer)>) {
+        for (id, a) in answers.drain(..) {
+            // A call nobody owns (a blocking one answered here, which
+            // cannot happen: it waits for its own) is dropped.
+            if let Some((owner, func)) = self.owner_of.remove(&id) {
+                self.boxes[owner].push((id, func, a));
+            }
+        }
     }
 }
 
@@ -269,6 +320,10 @@ pub struct LinkStats {
     pub dropped: u64,
     /// Calls that took the policy's value (`true` or `false`).
     pub unverified: u64,
+    /// Lazy evaluation: final matches whose debts were all paid.
+    pub settled_true: u64,
+    /// Lazy evaluation: final matches dropped for a debt answered against.
+    pub settled_false: u64,
 }
 
 impl RemoteLink {
@@ -288,13 +343,20 @@ impl RemoteLink {
     pub fn new(resolver: Box<dyn Resolver>, functions: Vec<(String, String)>, policy: OnFailure) -> RemoteLink {
         RemoteLink {
             resolver: parking_lot::Mutex::new(resolver),
+            inboxes: parking_lot::Mutex::new(Inboxes::default()),
             functions,
             policy,
             next: std::sync::atomic::AtomicU64::new(0),
             failure: parking_lot::Mutex::new(None),
             dropped: std::sync::atomic::AtomicU64::new(0),
             unverified: std::sync::atomic::AtomicU64::new(0),
+            settled: Default::default(),
         }
+    }
+
+    /// Counts a lazily evaluated match settled: paid (`true`) or refused.
+    pub fn count_settled(&self, paid: bool) {
+        self.settled[usize::from(!paid)].fetch_add(1, std::sync::atomic::Ordering::Relaxed);
     }
 
     /// The functions, by index: names and where they are answered.
@@ -313,17 +375,82 @@ impl RemoteLink {
         let mut answers = Vec::new();
         let answer = loop {
             resolver.wait(&mut answers, Duration::from_millis(100));
-            // Blocking calls are made one at a time: any answer is this
-            // one's (the resolver answers each call once).
-            if let Some(i) = answers.iter().position(|(a, _)| *a == id) {
-                break answers.swap_remove(i).1;
+            let mine = answers.iter().position(|(a, _)| *a == id).map(|i| answers.swap_remove(i).1);
+            // Answers of other engines' asynchronous calls go to them.
+            if !answers.is_empty() {
+                self.inboxes.lock().route(&mut answers);
             }
-            answers.clear();
+            if let Some(a) = mine {
+                break a;
+            }
         };
         drop(resolver);
         match answer {
             Answer::Value(v) => Verdict::Value(v),
             Answer::Failed(e) => self.failed(func, &e),
+        }
+    }
+
+    /// A new owner of asynchronous calls (an engine): its number for
+    /// [`submit`](Self::submit) and [`drain`](Self::drain).
+    pub fn register(&self) -> usize {
+        let mut inboxes = self.inboxes.lock();
+        inboxes.boxes.push(Vec::new());
+        inboxes.boxes.len() - 1
+    }
+
+    /// Starts a call of `func` with `args` for `owner` and returns at once
+    /// (unless the resolver's bound on calls in flight is reached): the
+    /// lazy mode. Its answer comes through [`drain`](Self::drain).
+    ///
+    /// # Examples
+    /// ```
+    /// use cep_core::remote::{FnResolver, OnFailure, RemoteLink, Verdict};
+    /// use cep_core::Value;
+    /// let odd = FnResolver::new(|_f: u16, args: &[Value]| matches!(args[0], Value::Int(i) if i % 2 == 1));
+    /// let link = RemoteLink::new(Box::new(odd), vec![("odd".into(), "in-process".into())], OnFailure::Fail);
+    /// let me = link.register();
+    /// let a = link.submit(me, 0, vec![Value::Int(3)]);
+    /// let b = link.submit(me, 0, vec![Value::Int(4)]);
+    /// let mut got = Vec::new();
+    /// link.drain(me, &mut got, None);
+    /// assert_eq!(got, [(a, Verdict::Value(true)), (b, Verdict::Value(false))]);
+    /// ```
+    pub fn submit(&self, owner: usize, func: u16, args: Vec<Value>) -> CallId {
+        use std::sync::atomic::Ordering::Relaxed;
+        let id = CallId(self.next.fetch_add(1, Relaxed));
+        self.inboxes.lock().owner_of.insert(id, (owner, func));
+        let mut resolver = self.resolver.lock();
+        resolver.submit(Call { id, func, args });
+        id
+    }
+
+    /// Appends to `out` the answers of `owner`'s calls that have come, as
+    /// verdicts (the failure policy applied): at once, or after waiting up
+    /// to `wait` for at least one when none has come.
+    pub fn drain(&self, owner: usize, out: &mut Vec<(CallId, Verdict)>, wait: Option<Duration>) {
+        let mut answers = Vec::new();
+        {
+            let mut resolver = self.resolver.lock();
+            resolver.poll(&mut answers);
+            let mut inboxes = self.inboxes.lock();
+            inboxes.route(&mut answers);
+            if let Some(timeout) = wait
+                && inboxes.boxes[owner].is_empty()
+                && inboxes.owner_of.values().any(|&(o, _)| o == owner)
+            {
+                drop(inboxes);
+                resolver.wait(&mut answers, timeout);
+                self.inboxes.lock().route(&mut answers);
+            }
+        }
+        let mine = std::mem::take(&mut self.inboxes.lock().boxes[owner]);
+        for (id, func, answer) in mine {
+            let verdict = match answer {
+                Answer::Value(v) => Verdict::Value(v),
+                Answer::Failed(e) => self.failed(func, &e),
+            };
+            out.push((id, verdict));
         }
     }
 
@@ -361,6 +488,8 @@ impl RemoteLink {
             resolver: self.resolver.lock().stats(),
             dropped: self.dropped.load(Relaxed),
             unverified: self.unverified.load(Relaxed),
+            settled_true: self.settled[0].load(Relaxed),
+            settled_false: self.settled[1].load(Relaxed),
         }
     }
 }

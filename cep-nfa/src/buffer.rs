@@ -73,6 +73,24 @@ pub struct Buffer {
     /// The bytes the kept objects hold (for the engine's state measure,
     /// which `--max-state` bounds).
     object_bytes: usize,
+    /// The debts of bindings made before their remote calls were answered
+    /// (lazy evaluation), indexed by node id; empty for every other query.
+    debts: Vec<Option<Box<[Debt]>>>,
+    /// Per call: the nodes whose debts name it.
+    debt_refs: ahash::AHashMap<u64, u32>,
+    /// Calls no node names any more, since the last
+    /// [`take_unreferenced`](Self::take_unreferenced).
+    unreferenced: Vec<u64>,
+}
+
+/// What a binding made under lazy remote evaluation owes: remote call
+/// `call` must answer `want` for the binding to count.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+pub struct Debt {
+    /// The call (its `CallId`).
+    pub call: u64,
+    /// The answer the binding needs (`false` for `NOT f(…)`).
+    pub want: bool,
 }
 
 impl Buffer {
@@ -113,6 +131,64 @@ impl Buffer {
         if let Some(old) = self.objects[i].replace(object) {
             self.object_bytes -= object_size(&old);
         }
+    }
+
+    /// Records that node `id` (a binding made before its remote calls were
+    /// answered) owes `debts`; freed with it.
+    pub fn set_debts(&mut self, id: NodeId, debts: Box<[Debt]>) {
+        let i = id as usize;
+        if self.debts.len() <= i {
+            self.debts.resize_with(i + 1, || None);
+        }
+        for d in &debts {
+            *self.debt_refs.entry(d.call).or_insert(0) += 1;
+        }
+        if let Some(old) = self.debts[i].replace(debts) {
+            self.forget_debts(&old);
+        }
+    }
+
+    #[cold]
+    fn forget_debts(&mut self, debts: &[Debt]) {
+        for d in debts {
+            if let Some(n) = self.debt_refs.get_mut(&d.call) {
+                *n -= 1;
+                if *n == 0 {
+                    self.debt_refs.remove(&d.call);
+                    self.unreferenced.push(d.call);
+                }
+            }
+        }
+    }
+
+    /// Appends to `out` (not cleared) the debts of the bindings from the
+    /// first to `id`.
+    pub fn debts_on_path(&self, mut id: NodeId, out: &mut Vec<Debt>) {
+        if self.debt_refs.is_empty() {
+            return;
+        }
+        while id != NIL {
+            if let Some(Some(d)) = self.debts.get(id as usize) {
+                out.extend_from_slice(d);
+            }
+            id = self.nodes[id as usize].parent;
+        }
+    }
+
+    /// Whether some live node names remote call `call` in its debts.
+    pub fn owes(&self, call: u64) -> bool {
+        self.debt_refs.contains_key(&call)
+    }
+
+    /// Whether any live node owes a remote answer.
+    pub fn has_debts(&self) -> bool {
+        !self.debt_refs.is_empty()
+    }
+
+    /// Takes the calls no node has named since the last call: their
+    /// answers are needed no more.
+    pub fn take_unreferenced(&mut self, out: &mut Vec<u64>) {
+        out.append(&mut self.unreferenced);
     }
 
     /// The bytes the objects kept beside nodes hold (0 for a query without
@@ -198,7 +274,7 @@ impl Buffer {
                 state[id as usize] = 2;
             }
         }
-        Ok((Buffer { nodes: slab, objects: Vec::new(), object_bytes: 0 }, ids))
+        Ok((Buffer { nodes: slab, objects: Vec::new(), object_bytes: 0, ..Buffer::default() }, ids))
     }
 
     /// Sets each node's reference count to the number of its children and
@@ -242,6 +318,9 @@ impl Buffer {
             self.nodes.remove(id as usize);
             if let Some(Some(o)) = self.objects.get_mut(id as usize).map(Option::take) {
                 self.object_bytes -= object_size(&o);
+            }
+            if let Some(Some(debts)) = self.debts.get_mut(id as usize).map(Option::take) {
+                self.forget_debts(&debts);
             }
             id = parent;
         }

@@ -92,6 +92,12 @@ pub fn render_with<E>(prog: &Program<E>, choice: crate::select::EngineChoice) ->
             let _ = writeln!(s, "        kills if: {}", c.text);
         }
     }
+    if prog.elements.iter().any(|e| !e.remote.is_empty()) {
+        let _ = match crate::engines::run::lazy_fits(prog) {
+            None => writeln!(s, "  remote calls: blocking, or lazy with --remote-mode lazy (auto: blocking)"),
+            Some(why) => writeln!(s, "  remote calls: blocking in every mode ({why})"),
+        };
+    }
     let _ = writeln!(s, "  transitions:");
     let starts: Vec<String> = prog.start_edges().iter().map(|j| format!("[{j}]")).collect();
     let _ = writeln!(s, "    start -> {}", starts.join(", "));

@@ -84,6 +84,12 @@ pub trait MatchEngine<E: StreamEvent> {
     /// engine whose programs have none ignores it.
     fn set_remote(&mut self, _link: std::sync::Arc<cep_core::remote::RemoteLink>) {}
 
+    /// Evaluates the remote conditions lazily where that gives the same
+    /// matches (after [`set_remote`](Self::set_remote)); whether it does.
+    fn set_lazy(&mut self) -> bool {
+        false
+    }
+
     /// Whether the engine stopped at the state bound (it ignores events
     /// from then on).
     fn halted(&self) -> bool;

@@ -243,6 +243,12 @@ impl<E: StreamEvent> QueryEngine<E> {
         each!(self, x => MatchEngine::set_remote(x, link))
     }
 
+    /// Evaluates the remote conditions lazily where that gives the same
+    /// matches (see [`Engine::set_lazy`]); whether it does.
+    pub fn set_lazy(&mut self) -> bool {
+        each!(self, x => MatchEngine::set_lazy(x))
+    }
+
     /// Whether the engine stopped at the state bound.
     pub fn halted(&self) -> bool {
         each!(self, x => MatchEngine::halted(x))

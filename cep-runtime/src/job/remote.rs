@@ -11,7 +11,7 @@
 
 use std::sync::Arc;
 
-use cep_core::remote::{LinkStats, OnFailure, RemoteLink, Resolver};
+use cep_core::remote::{LinkStats, OnFailure, RemoteLink, RemoteMode, Resolver};
 use cep_nfa::program::{Program, RemoteFn};
 use std::sync::Mutex;
 
@@ -45,6 +45,7 @@ pub struct RemoteSpec {
     functions: Vec<(String, String)>,
     make: MakeResolver,
     on_failure: OnFailure,
+    mode: RemoteMode,
     /// Every link made, one per shard: the job reads a failure and the
     /// counts from them.
     links: Arc<Mutex<Vec<Arc<RemoteLink>>>>,
@@ -62,7 +63,19 @@ impl RemoteSpec {
     /// index, names compared without case), resolvers made by `make`, one
     /// per shard, failures handled by `on_failure`.
     pub fn new(functions: Vec<(String, String)>, make: MakeResolver, on_failure: OnFailure) -> RemoteSpec {
-        RemoteSpec { functions, make, on_failure, links: Arc::default() }
+        RemoteSpec { functions, make, on_failure, mode: RemoteMode::Auto, links: Arc::default() }
+    }
+
+    /// With runs waiting for answers as `mode` says (default
+    /// [`RemoteMode::Auto`]).
+    pub fn with_mode(mut self, mode: RemoteMode) -> RemoteSpec {
+        self.mode = mode;
+        self
+    }
+
+    /// How runs wait for answers.
+    pub fn mode(&self) -> RemoteMode {
+        self.mode
     }
 
     /// The functions: names and where each is answered.
@@ -97,6 +110,8 @@ impl RemoteSpec {
             a.failures += b.failures;
             all.dropped += s.dropped;
             all.unverified += s.unverified;
+            all.settled_true += s.settled_true;
+            all.settled_false += s.settled_false;
         }
         all
     }

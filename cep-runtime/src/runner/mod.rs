@@ -139,7 +139,7 @@ pub struct Runner {
     /// later too) and the reorder buffer's meter.
     budget: Option<Arc<StateBudget>>,
     /// Where remote conditions are asked (see `set_remote`).
-    remote: Option<Arc<cep_core::remote::RemoteLink>>,
+    remote: Option<(Arc<cep_core::remote::RemoteLink>, cep_core::remote::RemoteMode)>,
     reorder_meter: Meter,
     /// Scratch for [`Runner::emit_stepped`]: the matches several engines
     /// made final at once, before they are put in order.
@@ -345,11 +345,14 @@ impl Runner {
     /// Where the queries' remote conditions are asked (LANGUAGE.md §8): one
     /// link per runner (a shard), shared by its queries, those added later
     /// included.
-    pub fn set_remote(&mut self, link: Arc<cep_core::remote::RemoteLink>) {
+    pub fn set_remote(&mut self, link: Arc<cep_core::remote::RemoteLink>, mode: cep_core::remote::RemoteMode) {
         for e in &mut self.engines {
             e.set_remote(link.clone());
+            if mode == cep_core::remote::RemoteMode::Lazy {
+                e.set_lazy();
+            }
         }
-        self.remote = Some(link);
+        self.remote = Some((link, mode));
     }
 
     /// What held the most when a part of the job passed the state bound
@@ -412,8 +415,11 @@ impl Runner {
         if let Some(budget) = &self.budget {
             engine.set_state_budget(budget.clone());
         }
-        if let Some(link) = &self.remote {
+        if let Some((link, mode)) = &self.remote {
             engine.set_remote(link.clone());
+            if *mode == cep_core::remote::RemoteMode::Lazy {
+                engine.set_lazy();
+            }
         }
         let wm = self.watermark();
         if wm > Timestamp::MIN {

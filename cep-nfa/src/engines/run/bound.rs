@@ -93,6 +93,7 @@ impl<E: StreamEvent> Engine<E> {
             + self.buffer.object_bytes()
             + self.parts.len() * PER_PARTITION
             + self.ring.len() * std::mem::size_of::<Value>()
+            + self.parked() * std::mem::size_of::<super::emit::Done>()
     }
 
     /// Sets partition `pid`'s live count (runs and pending matches), keeping
@@ -196,6 +197,7 @@ impl<E: StreamEvent> Engine<E> {
             self.set_live(pid as u32, 0);
         }
         self.extra.clear(&mut self.buffer);
+        self.drop_parked();
         // Neither the matches this event completed: it was not processed
         // whole.
         for r in &self.done_runs.runs {

@@ -18,6 +18,8 @@ use super::runs::Run;
 #[derive(Debug)]
 pub(super) struct Done {
     pub(super) part: u32,
+    /// Its partition's key (a parked match may outlive the partition).
+    pub(super) key: cep_core::Value,
     pub(super) node: NodeId,
     pub(super) start: Timestamp,
     pub(super) end: Timestamp,
@@ -66,8 +68,9 @@ impl<E: StreamEvent> Engine<E> {
             Some(_) => r.expires,
             None => r.last_ts,
         };
-        self.done.push(Done {
+        let d = Done {
             part: pid,
+            key: self.parts[pid as usize].key,
             node: r.node,
             start: r.start_ts,
             end,
@@ -79,7 +82,12 @@ impl<E: StreamEvent> Engine<E> {
             discarded: false,
             emit,
             unverified: r.unverified,
-        });
+        };
+        if self.lazy.is_some() {
+            self.settle_done(d);
+        } else {
+            self.done.push(d);
+        }
     }
 
     /// The values of the `EMIT` items on final run `r`: expressions from
@@ -135,7 +143,7 @@ impl<E: StreamEvent> Engine<E> {
                 continue;
             }
             let d = &done[i];
-            let key = self.parts[d.part as usize].key;
+            let key = d.key;
             let m = Match {
                 query: 0,
                 key,

@@ -41,12 +41,15 @@ mod bound;
 mod emit;
 mod history;
 mod kind_cache;
+mod lazy;
 mod negation;
 mod partitions;
 mod runs;
 mod snapshot;
 mod step;
 mod timers;
+
+pub use lazy::lazy_fits;
 
 // At their old paths (`cep_nfa::engine::…`), so that other crates keep
 // compiling.
@@ -159,6 +162,8 @@ pub struct Engine<E> {
     refused: u64,
     /// Where remote conditions are asked (`None`: they do not hold).
     remote: Option<std::sync::Arc<cep_core::remote::RemoteLink>>,
+    /// Lazy remote evaluation, when chosen (`lazy`).
+    lazy: Option<Box<lazy::Lazy>>,
     /// How to fill the frame, by kind of slot.
     plan: FramePlan,
     /// The one `PREV` is `PREV(x)` of a field `x`: the history is that
@@ -237,6 +242,7 @@ impl<E: StreamEvent> Engine<E> {
             halted: false,
             refused: 0,
             remote: None,
+            lazy: None,
             plan: FramePlan::of(&prog),
             prev1: Prev1::of(&prog),
             starts: prog
@@ -453,6 +459,9 @@ impl<E: StreamEvent> Engine<E> {
         if self.halted {
             return Ok(());
         }
+        if self.lazy.is_some() {
+            self.pump(None);
+        }
         self.advance(ts);
         let row = e.row().unwrap_or(self.seq);
         self.seq += 1;
@@ -489,6 +498,7 @@ impl<E: StreamEvent> Engine<E> {
         self.armed.iter_mut().for_each(|a| *a = None);
         self.next_due = Timestamp::MAX;
         self.emit_done();
+        self.pump_to_the_end();
     }
 }
 
@@ -552,6 +562,10 @@ impl<E: StreamEvent> MatchEngine<E> for Engine<E> {
 
     fn set_remote(&mut self, link: std::sync::Arc<cep_core::remote::RemoteLink>) {
         self.set_remote(link);
+    }
+
+    fn set_lazy(&mut self) -> bool {
+        self.set_lazy()
     }
 
     fn halted(&self) -> bool {

@@ -13,12 +13,13 @@ use std::cmp::Ordering;
 
 use cep_core::{Timestamp, Value};
 
-use crate::buffer::{Buffer, NIL};
+use crate::buffer::{Buffer, Debt, NIL};
 use crate::engines::api::StreamEvent;
 use crate::program::{FrameSlot, Program, RegOp, RegUpdate, RemoteCond, Strategy};
 use cep_core::remote::{RemoteLink, Verdict};
 
 use super::Engine;
+use super::lazy::owe_remote;
 use super::negation::{NegLog, negated_in_region};
 use super::runs::{Finals, Run, RunSet, deadlines, window_ok};
 
@@ -86,9 +87,9 @@ impl<E: StreamEvent> Engine<E> {
                 if self.acc >> j & 1 == 1
                     && t.frame.iter().all(|p| p(frame, regs))
                     && t.event.iter().all(|&c| (self.prog.elements[j].conds[c].pred)(e, frame, regs))
-                    && let Some(unverified) = ask_remote(self.remote.as_deref(), &self.prog, j, frame, regs)
+                    && let Some((unverified, debts)) = self.start_remote(j)
                 {
-                    self.start(pid, e, j, ts, pos, row, unverified);
+                    self.start(pid, e, j, ts, pos, row, unverified, debts);
                     started = true;
                 }
             }
@@ -110,8 +111,22 @@ impl<E: StreamEvent> Engine<E> {
     #[inline(never)]
     pub(super) fn offer(&mut self, pid: u32, e: &E, ts: Timestamp, pos: u64, row: u64, any: bool, trail_acc: bool) {
         let room = self.spawn_room();
-        let Engine { prog, parts, buffer, frame, acc, neg_acc, child_regs, extra, done_runs, refused, remote, .. } =
-            self;
+        let Engine {
+            prog,
+            parts,
+            buffer,
+            frame,
+            acc,
+            neg_acc,
+            child_regs,
+            extra,
+            done_runs,
+            refused,
+            remote,
+            lazy,
+            ..
+        } = self;
+        let owner = lazy.as_ref().map(|l| l.owner());
         let (frame, acc, neg_acc) = (&frame[..], *acc, *neg_acc);
         let part = &mut parts[pid as usize];
 
@@ -160,9 +175,12 @@ impl<E: StreamEvent> Engine<E> {
                     if !conds_ok(prog, j, e, frame, regs, count_before) {
                         continue;
                     }
-                    let unverified = match ask_remote(remote.as_deref(), prog, j, frame, regs) {
-                        Some(unverified) => unverified,
-                        None => continue,
+                    let (unverified, debts) = match (owner, remote.as_deref()) {
+                        (Some(owner), Some(link)) => (false, owe_remote(link, owner, prog, j, frame, regs)),
+                        _ => match ask_remote(remote.as_deref(), prog, j, frame, regs) {
+                            Some(unverified) => (unverified, None),
+                            None => continue,
+                        },
                     };
                     relevant = true;
                     if (run.block_at as usize) < j {
@@ -179,6 +197,9 @@ impl<E: StreamEvent> Engine<E> {
                         bind(prog, buffer, &part.log, step, e, child_regs, Some(&run), j, count_before)
                     {
                         child.unverified |= unverified;
+                        if let Some(d) = debts {
+                            buffer.set_debts(child.node, d);
+                        }
                         settle(prog, buffer, child, child_regs, &part.log, extra, &mut part.pending, done_runs);
                     }
                 }
@@ -219,17 +240,42 @@ impl<E: StreamEvent> Engine<E> {
         part.runs.truncate(w);
     }
 
+    /// Element `j`'s remote conditions on an event that would start a
+    /// partial match: blocking, whether they hold (and one took the
+    /// failure policy's value); lazy, the debts its binding owes.
+    #[inline]
+    fn start_remote(&mut self, j: usize) -> Option<(bool, Option<Box<[Debt]>>)> {
+        let (frame, regs) = (&self.frame[..], &self.null_regs[..]);
+        match (self.lazy.as_ref(), self.remote.as_deref()) {
+            (Some(l), Some(link)) => Some((false, owe_remote(link, l.owner(), &self.prog, j, frame, regs))),
+            _ => ask_remote(self.remote.as_deref(), &self.prog, j, frame, regs).map(|u| (u, None)),
+        }
+    }
+
     /// The event starts a partial match at element `j` (its conditions
     /// hold).
-    #[inline(never)]
     #[allow(clippy::too_many_arguments)]
-    pub(super) fn start(&mut self, pid: u32, e: &E, j: usize, ts: Timestamp, pos: u64, row: u64, unverified: bool) {
+    #[inline(never)]
+    pub(super) fn start(
+        &mut self,
+        pid: u32,
+        e: &E,
+        j: usize,
+        ts: Timestamp,
+        pos: u64,
+        row: u64,
+        unverified: bool,
+        debts: Option<Box<[Debt]>>,
+    ) {
         let Engine { prog, parts, buffer, frame, null_regs, child_regs, extra, done_runs, .. } = self;
         let part = &mut parts[pid as usize];
         child_regs.copy_from_slice(null_regs);
         let step = Step { frame, ts, pos, row };
         if let Some(mut child) = bind(prog, buffer, &part.log, step, e, child_regs, None, j, 0) {
             child.unverified = unverified;
+            if let Some(d) = debts {
+                buffer.set_debts(child.node, d);
+            }
             settle(prog, buffer, child, child_regs, &part.log, extra, &mut part.pending, done_runs);
         }
     }

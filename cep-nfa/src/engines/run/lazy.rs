@@ -1,0 +1,210 @@
+//! Lazy remote evaluation (LANGUAGE.md §8, DESIGN.md §2.4): a candidate
+//! whose remote calls are not answered yet binds as if they were true; the
+//! binding's buffer node records what it owes ([`Debt`]: a call and the
+//! answer it needs). A match is settled when it becomes final: every debt
+//! on its path paid, it is emitted; one answered otherwise, it is dropped;
+//! one not answered yet, it is parked until the answer comes (at the
+//! latest, at the end of the input, which waits for every answer).
+//!
+//! This gives exactly the matches of the blocking mode only where taking
+//! an event never stops a run from taking another one instead: under
+//! skip-till-any-match (the run that skips the event lives on beside the
+//! one that takes it) and strict contiguity (a run that does not take the
+//! next event dies anyway). Under skip-till-next-match a run that takes an
+//! event gives up the later ones, so a false answer would have to bring
+//! back the run that waited; `SELECT` and `AFTER MATCH SKIP` compare
+//! matches that become final together, which parked matches do not. Those
+//! queries stay blocking ([`lazy_fits`]).
+
+use std::time::Duration;
+
+use ahash::AHashMap;
+use cep_core::Value;
+use cep_core::remote::{CallId, RemoteLink, Verdict};
+
+use crate::buffer::Debt;
+use crate::engines::api::StreamEvent;
+use crate::program::{Program, RemoteCond, Selection, SkipTo, Strategy};
+
+use super::Engine;
+use super::emit::Done;
+
+/// An engine's lazy state: its owner number at the link, the answers its
+/// live debts need, and the final matches waiting for answers.
+#[derive(Debug, Default)]
+pub(super) struct Lazy {
+    owner: usize,
+    /// Answers of calls some live node still owes.
+    answers: AHashMap<u64, Verdict>,
+    /// Final matches with a debt not answered yet.
+    parked: Vec<Done>,
+    /// Scratch: answers drained, calls no node owes any more, a path's debts.
+    got: Vec<(CallId, Verdict)>,
+    gone: Vec<u64>,
+    debts: Vec<Debt>,
+}
+
+/// How a match's debts stand.
+enum Settled {
+    /// All paid: emit it (`true`: one took the failure policy's value).
+    Paid(bool),
+    /// One answered against it: drop it.
+    Refused,
+    /// One not answered yet.
+    Open,
+}
+
+/// Why a program cannot be evaluated lazily (its remote calls stay
+/// blocking), or `None` when it can.
+pub fn lazy_fits<E>(prog: &Program<E>) -> Option<&'static str> {
+    if prog.strategy == Strategy::NextMatch {
+        Some("under skip-till-next-match a run that takes an event gives up later ones")
+    } else if prog.select != Selection::All {
+        Some("SELECT EARLIEST/LATEST compares matches that become final together")
+    } else if prog.skip != SkipTo::None {
+        Some("AFTER MATCH SKIP discards matches as others are emitted")
+    } else {
+        None
+    }
+}
+
+impl<E: StreamEvent> Engine<E> {
+    /// Evaluates this query's remote conditions lazily where that gives
+    /// the same matches ([`lazy_fits`]); otherwise they stay blocking.
+    /// Needs a link ([`set_remote`](Self::set_remote)) first. Returns
+    /// whether the query is lazy now.
+    pub fn set_lazy(&mut self) -> bool {
+        let Some(link) = &self.remote else { return false };
+        if lazy_fits(&self.prog).is_some() || self.prog.elements.iter().all(|e| e.remote.is_empty()) {
+            return false;
+        }
+        self.lazy = Some(Box::new(Lazy { owner: link.register(), ..Lazy::default() }));
+        true
+    }
+
+    /// Takes the answers that have come (waiting up to `wait` for one when
+    /// matches are parked), forgets those no binding owes, and settles the
+    /// parked matches they decide.
+    #[inline(never)]
+    pub(super) fn pump(&mut self, wait: Option<Duration>) {
+        let (Some(lazy), Some(link)) = (self.lazy.as_deref_mut(), self.remote.as_deref()) else { return };
+        link.drain(lazy.owner, &mut lazy.got, wait);
+        let news = !lazy.got.is_empty();
+        for (id, v) in lazy.got.drain(..) {
+            if self.buffer.owes(id.0) {
+                lazy.answers.insert(id.0, v);
+            }
+        }
+        self.buffer.take_unreferenced(&mut lazy.gone);
+        for g in lazy.gone.drain(..) {
+            lazy.answers.remove(&g);
+        }
+        if news && !lazy.parked.is_empty() {
+            let parked = std::mem::take(&mut lazy.parked);
+            for d in parked {
+                self.settle_done(d);
+            }
+            self.emit_done();
+        }
+    }
+
+    /// At the end of the input: waits for the answers every parked match
+    /// needs, and settles them.
+    pub(super) fn pump_to_the_end(&mut self) {
+        while self.lazy.as_ref().is_some_and(|l| !l.parked.is_empty()) {
+            self.pump(Some(Duration::from_millis(50)));
+        }
+    }
+
+    /// A final match under lazy evaluation: queued to be emitted when its
+    /// debts are paid, dropped when one is refused, parked otherwise.
+    pub(super) fn settle_done(&mut self, mut d: Done) {
+        let Some(lazy) = self.lazy.as_deref_mut() else {
+            self.done.push(d);
+            return;
+        };
+        lazy.debts.clear();
+        self.buffer.debts_on_path(d.node, &mut lazy.debts);
+        let settled = settle(&lazy.debts, &lazy.answers);
+        let link = self.remote.as_deref().expect("lazy with a link");
+        match settled {
+            Settled::Paid(unverified) => {
+                if !lazy.debts.is_empty() {
+                    link.count_settled(true);
+                }
+                d.unverified |= unverified;
+                self.done.push(d);
+            }
+            Settled::Refused => {
+                link.count_settled(false);
+                self.buffer.release(d.node);
+            }
+            Settled::Open => lazy.parked.push(d),
+        }
+    }
+
+    /// The final matches waiting for answers.
+    pub(super) fn parked(&self) -> usize {
+        self.lazy.as_ref().map_or(0, |l| l.parked.len())
+    }
+
+    /// Drops the parked matches (the state bound halted the engine).
+    pub(super) fn drop_parked(&mut self) {
+        if let Some(lazy) = self.lazy.as_deref_mut() {
+            for d in lazy.parked.drain(..) {
+                self.buffer.release(d.node);
+            }
+        }
+    }
+}
+
+impl Lazy {
+    /// Its owner number at the link.
+    pub(super) fn owner(&self) -> usize {
+        self.owner
+    }
+}
+
+fn settle(debts: &[Debt], answers: &AHashMap<u64, Verdict>) -> Settled {
+    let (mut open, mut unverified) = (false, false);
+    for d in debts {
+        match answers.get(&d.call) {
+            None => open = true,
+            Some(Verdict::Value(v)) if *v == d.want => {}
+            Some(Verdict::Unverified(v)) if *v == d.want => unverified = true,
+            Some(_) => return Settled::Refused,
+        }
+    }
+    if open { Settled::Open } else { Settled::Paid(unverified) }
+}
+
+/// Element `j`'s remote conditions on the candidate, called without
+/// waiting: the debts a binding of it owes (`None` without remote
+/// conditions).
+#[inline]
+pub(super) fn owe_remote<E>(
+    link: &RemoteLink,
+    owner: usize,
+    prog: &Program<E>,
+    j: usize,
+    frame: &[Value],
+    regs: &[Value],
+) -> Option<Box<[Debt]>> {
+    let conds = &prog.elements[j].remote;
+    if conds.is_empty() {
+        return None;
+    }
+    Some(owe_calls(link, owner, conds, frame, regs))
+}
+
+#[inline(never)]
+fn owe_calls(link: &RemoteLink, owner: usize, conds: &[RemoteCond], frame: &[Value], regs: &[Value]) -> Box<[Debt]> {
+    conds
+        .iter()
+        .map(|c| {
+            let args = c.args.iter().map(|f| f(frame, regs)).collect();
+            let id = link.submit(owner, c.func, args);
+            Debt { call: id.0, want: !c.negated }
+        })
+        .collect()
+}
