@@ -267,3 +267,77 @@ fn bad_remote_flags_are_refused() {
         assert!(o.stderr.contains(says), "{args:?}: {}", o.stderr);
     }
 }
+
+/// Killed with SIGKILL at pseudo-random moments while its calls go to the
+/// service, and resumed each time: the output is that of an uninterrupted
+/// run, no line lost and none twice (blocking calls are answered before a
+/// checkpoint, and a resumed run asks again for the events after it).
+#[test]
+fn killed_and_resumed_while_calling_the_service_equals_an_uninterrupted_run() {
+    use std::process::Stdio;
+    let dir = Scratch::new("remote", "kill");
+    let csv = ais_csv(60, 240);
+    let events = dir.write("ais.csv", &csv);
+    let query = dir.write("q.cep", QUERY);
+    let index = ProximityIndex::new(load_csv_file(std::path::Path::new(&events)).unwrap(), Config::default()).unwrap();
+    let service = Proximity::start(index);
+    let url = service.url();
+    let run = |out: &str, ckpt: &str| -> Vec<String> {
+        ["run", "--query", &query, "--events", &events, "--remote", &url, "--threads", "2"]
+            .iter()
+            .map(|s| s.to_string())
+            .chain(["--out", out, "--checkpoint", ckpt, "--checkpoint-every", "500"].map(String::from))
+            .collect()
+    };
+    let whole = dir.write("whole.jsonl", "");
+    let started = std::time::Instant::now();
+    let path = |name: &str| dir.0.join(name).to_str().expect("a UTF-8 temp path").to_owned();
+    let o = cep(&run(&whole, &path("ckpt-whole")).iter().map(String::as_str).collect::<Vec<_>>());
+    let full = started.elapsed();
+    assert_eq!(o.code, Some(0), "{o:#?}");
+    let want = std::fs::read_to_string(&whole).unwrap();
+    assert!(want.lines().count() > 50, "{}", want.lines().count());
+    let out = dir.write("out.jsonl", "");
+    let args = run(&out, &path("ckpt"));
+    let mut rng = cep_testkit::XorShift64::new(0x5EED);
+    let (mut killed, mut resumed) = (0, 0);
+    for attempt in 0..20 {
+        let mut cmd = Command::new(CEP);
+        cmd.args(&args);
+        if attempt > 0 {
+            cmd.arg("--resume");
+        }
+        let mut child = cmd.stdout(Stdio::null()).stderr(Stdio::piped()).spawn().unwrap();
+        if attempt < 6 {
+            std::thread::sleep(full.mul_f64(0.1 + (rng.next_u64() % 1000) as f64 / 1000.0 * 0.5));
+            if child.try_wait().unwrap().is_none() {
+                child.kill().unwrap();
+                let o = child.wait_with_output().unwrap();
+                resumed += usize::from(String::from_utf8_lossy(&o.stderr).contains("resuming after row"));
+                killed += 1;
+                continue;
+            }
+        }
+        let o = child.wait_with_output().unwrap();
+        assert!(o.status.success(), "attempt {attempt}: {}", String::from_utf8_lossy(&o.stderr));
+        break;
+    }
+    assert!(killed >= 2 && resumed >= 1, "{killed} runs killed, {resumed} of them resumed (full run {full:?})");
+    let got = std::fs::read_to_string(&out).unwrap();
+    let sorted = |s: &str| {
+        let mut v: Vec<&str> = s.lines().collect();
+        v.sort_unstable();
+        v.into_iter().map(str::to_owned).collect::<Vec<_>>()
+    };
+    let (got_lines, want_lines) = (sorted(&got), sorted(&want));
+    let mut dedup = got_lines.clone();
+    dedup.dedup();
+    assert_eq!(dedup.len(), got_lines.len(), "a line was written twice");
+    assert!(
+        got_lines == want_lines,
+        "{} lines after {killed} kills ({resumed} resumed), {} uninterrupted",
+        got_lines.len(),
+        want_lines.len()
+    );
+    assert!(got == want, "not the very same bytes");
+}
