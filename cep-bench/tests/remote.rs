@@ -156,6 +156,38 @@ fn as_lines(ms: &[RefMatch]) -> Vec<String> {
     out
 }
 
+/// The engine's matches, lazy where the query allows it, with a
+/// checkpoint taken after `cut` events (through JSON, calls in flight
+/// included) and restored into a new engine with a new resolver, which
+/// makes the calls in flight again.
+fn engine_resumed(text: &str, case: &Case, cut: usize, seed: u64) -> Vec<RefMatch> {
+    let prog = || compile(text, &mut case.schema.clone(), &Options::default()).unwrap().programs.remove(0);
+    let lazy = |seed: u64| {
+        let mut engine = Engine::new(prog());
+        engine.set_remote(link(delayed(seed)));
+        engine.set_lazy();
+        engine
+    };
+    let cut = cut.min(case.events.len());
+    let mut got = Vec::new();
+    let mut first = lazy(seed);
+    for e in &case.events[..cut] {
+        first.push(e).unwrap();
+        got.extend(first.drain());
+    }
+    let saved = serde_json::to_string(&first.snapshot()).unwrap();
+    drop(first);
+    let mut second = lazy(seed ^ 1);
+    second.restore(serde_json::from_str(&saved).unwrap()).unwrap();
+    for e in &case.events[cut..] {
+        second.push(e).unwrap();
+        got.extend(second.drain());
+    }
+    second.finish();
+    got.extend(second.drain());
+    sorted(got.into_iter().map(cep_testkit::drive::to_ref).collect())
+}
+
 fn check(case: &Case, pick: usize, negated: bool, seed: u64) -> Result<(), TestCaseError> {
     let Some(text) = with_call(case, pick, negated) else { return Ok(()) };
     let want = reference(&text, case);
@@ -163,6 +195,8 @@ fn check(case: &Case, pick: usize, negated: bool, seed: u64) -> Result<(), TestC
     prop_assert_eq!(&engine(&text, case, delayed(seed), false), &want, "delayed: {}", text);
     prop_assert_eq!(&engine(&text, case, Box::new(FnResolver::new(f)), true), &want, "lazy, at once: {}", text);
     prop_assert_eq!(&engine(&text, case, delayed(seed), true), &want, "lazy, delayed: {}", text);
+    let cut = (seed % 16) as usize;
+    prop_assert_eq!(&engine_resumed(&text, case, cut, seed), &want, "lazy, resumed after {} events: {}", cut, text);
     let want = as_lines(&want);
     for threads in [1, 2] {
         for mode in [RemoteMode::Blocking, RemoteMode::Lazy] {

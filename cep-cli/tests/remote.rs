@@ -274,8 +274,19 @@ fn bad_remote_flags_are_refused() {
 /// checkpoint, and a resumed run asks again for the events after it).
 #[test]
 fn killed_and_resumed_while_calling_the_service_equals_an_uninterrupted_run() {
+    killed_and_resumed("blocking");
+}
+
+/// The same, lazy: checkpoints hold the calls in flight, the debts and the
+/// parked matches, and a resumed run makes those calls again.
+#[test]
+fn killed_and_resumed_with_calls_in_flight_equals_an_uninterrupted_run() {
+    killed_and_resumed("lazy");
+}
+
+fn killed_and_resumed(mode: &str) {
     use std::process::Stdio;
-    let dir = Scratch::new("remote", "kill");
+    let dir = Scratch::new("remote", &format!("kill-{mode}"));
     let csv = ais_csv(60, 240);
     let events = dir.write("ais.csv", &csv);
     let query = dir.write("q.cep", QUERY);
@@ -283,7 +294,7 @@ fn killed_and_resumed_while_calling_the_service_equals_an_uninterrupted_run() {
     let service = Proximity::start(index);
     let url = service.url();
     let run = |out: &str, ckpt: &str| -> Vec<String> {
-        ["run", "--query", &query, "--events", &events, "--remote", &url, "--threads", "2"]
+        ["run", "--query", &query, "--events", &events, "--remote", &url, "--threads", "2", "--remote-mode", mode]
             .iter()
             .map(|s| s.to_string())
             .chain(["--out", out, "--checkpoint", ckpt, "--checkpoint-every", "500"].map(String::from))

@@ -249,7 +249,7 @@ impl RemoteMode {
 }
 
 /// What a remote condition's call decided.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub enum Verdict {
     /// The service's value.
     Value(bool),
@@ -352,6 +352,12 @@ impl RemoteLink {
             unverified: std::sync::atomic::AtomicU64::new(0),
             settled: Default::default(),
         }
+    }
+
+    /// A fresh call id, for a call made before a restart whose answer a
+    /// restored engine still holds (ids restart with the process).
+    pub fn fresh_id(&self) -> CallId {
+        CallId(self.next.fetch_add(1, std::sync::atomic::Ordering::Relaxed))
     }
 
     /// Counts a lazily evaluated match settled: paid (`true`) or refused.

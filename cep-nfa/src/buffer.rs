@@ -219,6 +219,11 @@ impl Buffer {
         out[from..].reverse();
     }
 
+    /// The debts of nodes with their ids, for a snapshot.
+    pub(crate) fn saved_debts(&self) -> Vec<(u32, Vec<Debt>)> {
+        self.debts.iter().enumerate().filter_map(|(i, d)| Some((i as u32, d.as_ref()?.to_vec()))).collect()
+    }
+
     /// The kept objects with their node ids, for a snapshot.
     pub(crate) fn saved_objects(&self) -> Vec<(u32, EventObject)> {
         self.objects.iter().enumerate().filter_map(|(i, o)| Some((i as u32, o.clone()?))).collect()

@@ -56,17 +56,6 @@ pub(crate) fn programs(
     fields.sort_unstable();
     fields.dedup();
     super::remote::resolve(spec.remote.as_ref(), &mut programs, &declared)?;
-    if let Some(r) = &spec.remote
-        && r.mode() == cep_core::remote::RemoteMode::Lazy
-        && spec.checkpoint.is_some()
-    {
-        // A checkpoint would have to hold the calls in flight, the debts
-        // and the parked matches, which it does not yet.
-        return Err(JobErrorKind::Remote(
-            "--remote-mode lazy cannot be checkpointed yet: use --remote-mode blocking with --checkpoint".into(),
-        )
-        .into());
-    }
     Ok((programs, fields))
 }
 

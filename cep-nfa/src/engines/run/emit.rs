@@ -15,7 +15,7 @@ use super::Engine;
 use super::runs::Run;
 
 /// A match that became final, before selection and skipping.
-#[derive(Debug)]
+#[derive(Clone, Debug, serde::Serialize, serde::Deserialize)]
 pub(super) struct Done {
     pub(super) part: u32,
     /// Its partition's key (a parked match may outlive the partition).

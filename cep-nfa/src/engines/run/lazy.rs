@@ -38,6 +38,10 @@ pub(super) struct Lazy {
     answers: AHashMap<u64, Verdict>,
     /// Final matches with a debt not answered yet.
     parked: Vec<Done>,
+    /// The calls made and not answered yet, with their functions and
+    /// arguments: a checkpoint keeps them, and a resumed run makes them
+    /// again.
+    outstanding: AHashMap<u64, (u16, Vec<Value>)>,
     /// Scratch: answers drained, calls no node owes any more, a path's debts.
     got: Vec<(CallId, Verdict)>,
     gone: Vec<u64>,
@@ -91,6 +95,7 @@ impl<E: StreamEvent> Engine<E> {
         link.drain(lazy.owner, &mut lazy.got, wait);
         let news = !lazy.got.is_empty();
         for (id, v) in lazy.got.drain(..) {
+            lazy.outstanding.remove(&id.0);
             if self.buffer.owes(id.0) {
                 lazy.answers.insert(id.0, v);
             }
@@ -113,6 +118,13 @@ impl<E: StreamEvent> Engine<E> {
     pub(super) fn pump_to_the_end(&mut self) {
         while self.lazy.as_ref().is_some_and(|l| !l.parked.is_empty()) {
             self.pump(Some(Duration::from_millis(50)));
+            // Every parked match owes a call in flight (the resolver answers
+            // each call once): none in flight and some parked would be a
+            // bug, which must not hang the run.
+            if self.lazy.as_ref().is_some_and(|l| l.outstanding.is_empty() && !l.parked.is_empty()) {
+                debug_assert!(false, "parked matches owe no call in flight");
+                self.drop_parked();
+            }
         }
     }
 
@@ -158,13 +170,6 @@ impl<E: StreamEvent> Engine<E> {
     }
 }
 
-impl Lazy {
-    /// Its owner number at the link.
-    pub(super) fn owner(&self) -> usize {
-        self.owner
-    }
-}
-
 fn settle(debts: &[Debt], answers: &AHashMap<u64, Verdict>) -> Settled {
     let (mut open, mut unverified) = (false, false);
     for d in debts {
@@ -184,7 +189,7 @@ fn settle(debts: &[Debt], answers: &AHashMap<u64, Verdict>) -> Settled {
 #[inline]
 pub(super) fn owe_remote<E>(
     link: &RemoteLink,
-    owner: usize,
+    lazy: &mut Lazy,
     prog: &Program<E>,
     j: usize,
     frame: &[Value],
@@ -194,17 +199,80 @@ pub(super) fn owe_remote<E>(
     if conds.is_empty() {
         return None;
     }
-    Some(owe_calls(link, owner, conds, frame, regs))
+    Some(owe_calls(link, lazy, conds, frame, regs))
 }
 
 #[inline(never)]
-fn owe_calls(link: &RemoteLink, owner: usize, conds: &[RemoteCond], frame: &[Value], regs: &[Value]) -> Box<[Debt]> {
+fn owe_calls(link: &RemoteLink, lazy: &mut Lazy, conds: &[RemoteCond], frame: &[Value], regs: &[Value]) -> Box<[Debt]> {
     conds
         .iter()
         .map(|c| {
-            let args = c.args.iter().map(|f| f(frame, regs)).collect();
-            let id = link.submit(owner, c.func, args);
+            let args: Vec<Value> = c.args.iter().map(|f| f(frame, regs)).collect();
+            let id = link.submit(lazy.owner, c.func, args.clone());
+            lazy.outstanding.insert(id.0, (c.func, args));
             Debt { call: id.0, want: !c.negated }
         })
         .collect()
+}
+
+/// What a checkpoint keeps of an engine's lazy state: the debts of the
+/// buffer's nodes (by saved node id), the answers they still need, the
+/// parked matches, and the calls in flight with their arguments.
+#[derive(Clone, Debug, Default, serde::Serialize, serde::Deserialize)]
+pub(super) struct SavedLazy {
+    pub(super) debts: Vec<(u32, Vec<Debt>)>,
+    answers: Vec<(u64, Verdict)>,
+    pub(super) parked: Vec<Done>,
+    calls: Vec<(u64, u16, Vec<Value>)>,
+}
+
+impl<E: StreamEvent> Engine<E> {
+    /// The lazy state for a snapshot (`None` when the engine is not lazy
+    /// or owes nothing).
+    pub(super) fn saved_lazy(&self) -> Option<SavedLazy> {
+        let lazy = self.lazy.as_deref()?;
+        if !self.buffer.has_debts() && lazy.parked.is_empty() && lazy.outstanding.is_empty() {
+            return None;
+        }
+        let mut calls: Vec<(u64, u16, Vec<Value>)> =
+            lazy.outstanding.iter().map(|(&id, (f, a))| (id, *f, a.clone())).collect();
+        calls.sort_by_key(|c| c.0);
+        let mut answers: Vec<(u64, Verdict)> = lazy.answers.iter().map(|(&id, &v)| (id, v)).collect();
+        answers.sort_by_key(|a| a.0);
+        Some(SavedLazy { debts: self.buffer.saved_debts(), answers, parked: lazy.parked.clone(), calls })
+    }
+
+    /// Restores a saved lazy state whose nodes `ids` maps to the restored
+    /// buffer's (the parked matches' nodes already mapped, see
+    /// `checked_state`). Calls get fresh ids (ids restart with the
+    /// process): those in flight are made again, those answered keep their
+    /// answers under the new ids. Without a lazy link, an error.
+    pub(super) fn restore_lazy(
+        &mut self,
+        saved: SavedLazy,
+        ids: &ahash::AHashMap<u32, u32>,
+    ) -> Result<(), &'static str> {
+        let (Some(lazy), Some(link)) = (self.lazy.as_deref_mut(), self.remote.as_deref()) else {
+            return Err("remote debts, and the query is not evaluated lazily here");
+        };
+        let mut remap: AHashMap<u64, u64> = AHashMap::new();
+        for (old, func, args) in saved.calls {
+            let new = link.submit(lazy.owner, func, args.clone()).0;
+            lazy.outstanding.insert(new, (func, args));
+            remap.insert(old, new);
+        }
+        for (old, v) in saved.answers {
+            let new = link.fresh_id().0;
+            lazy.answers.insert(new, v);
+            remap.insert(old, new);
+        }
+        for (node, debts) in saved.debts {
+            let id = *ids.get(&node).ok_or("debts of a missing buffer node")?;
+            let debts: Option<Box<[Debt]>> =
+                debts.iter().map(|d| remap.get(&d.call).map(|&call| Debt { call, want: d.want })).collect();
+            self.buffer.set_debts(id, debts.ok_or("a debt of a call neither in flight nor answered")?);
+        }
+        lazy.parked = saved.parked;
+        Ok(())
+    }
 }

@@ -30,6 +30,9 @@ pub struct EngineSnapshot {
     /// The event objects kept beside nodes for `EMIT x.*` items, by saved
     /// node id (empty for every other query).
     objects: Vec<(u32, cep_core::EventObject)>,
+    /// Lazy remote evaluation: debts, answers, parked matches and calls in
+    /// flight (`None` for every other query).
+    lazy: Option<super::lazy::SavedLazy>,
 }
 
 /// The counters as an [`EngineSnapshot`] holds them: the fields, in their
@@ -101,6 +104,7 @@ impl<E: StreamEvent> Engine<E> {
             seq: self.seq,
             stats: SavedStats::of(self.stats),
             objects: self.buffer.saved_objects(),
+            lazy: self.saved_lazy(),
         }
     }
 
@@ -115,7 +119,7 @@ impl<E: StreamEvent> Engine<E> {
         if !fits {
             return Err(RestoreError::unfit(&self.prog.name));
         }
-        let buffer = self.checked_state(&mut snap)?;
+        let (buffer, ids) = self.checked_state(&mut snap)?;
         let mut index = KeyIndex::default();
         for (pid, p) in snap.parts.iter().enumerate() {
             index.insert(p.key, pid as u32);
@@ -152,6 +156,9 @@ impl<E: StreamEvent> Engine<E> {
             self.live_total += h.live as usize;
         }
         self.halted = false;
+        if let Some(saved) = snap.lazy.take() {
+            self.restore_lazy(saved, &ids).map_err(|why| RestoreError::inconsistent(&self.prog.name, why))?;
+        }
         let bytes = self.state_bytes_now();
         self.meter.update(bytes);
         Ok(())
@@ -164,7 +171,10 @@ impl<E: StreamEvent> Engine<E> {
     /// and nodes that refer to it (recounted, not read). A state that fails
     /// (made by hand, or by another program) would make the engine panic
     /// later.
-    pub(super) fn checked_state(&self, snap: &mut EngineSnapshot) -> Result<Buffer, RestoreError> {
+    pub(super) fn checked_state(
+        &self,
+        snap: &mut EngineSnapshot,
+    ) -> Result<(Buffer, ahash::AHashMap<u32, u32>), RestoreError> {
         let bad = |what: &str| RestoreError::inconsistent(&self.prog.name, what);
         let elements = self.prog.elements.len();
         let (width, depth) = (self.frame.len(), self.shape.depth);
@@ -203,8 +213,15 @@ impl<E: StreamEvent> Engine<E> {
         if !snap.hot.iter().all(ring_ok) {
             return Err(bad("a `PREV` history of another depth"));
         }
+        // Parked matches (lazy remote evaluation) hold their nodes too.
+        if let Some(lazy) = &mut snap.lazy {
+            for d in &mut lazy.parked {
+                d.node = *ids.get(&d.node).ok_or_else(|| bad("a parked match whose buffer node is missing"))?;
+            }
+        }
+        let parked = snap.lazy.iter().flat_map(|l| l.parked.iter().map(|d| d.node));
         let refs = snap.parts.iter().flat_map(|p| p.runs.runs.iter().chain(&p.pending.runs)).map(|r| r.node);
-        buffer.count_refs(refs).map_err(|e| bad(&e))?;
-        Ok(buffer)
+        buffer.count_refs(refs.chain(parked)).map_err(|e| bad(&e))?;
+        Ok((buffer, ids))
     }
 }

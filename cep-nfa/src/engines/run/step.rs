@@ -126,7 +126,7 @@ impl<E: StreamEvent> Engine<E> {
             lazy,
             ..
         } = self;
-        let owner = lazy.as_ref().map(|l| l.owner());
+        let mut lazy = lazy.as_deref_mut();
         let (frame, acc, neg_acc) = (&frame[..], *acc, *neg_acc);
         let part = &mut parts[pid as usize];
 
@@ -175,8 +175,8 @@ impl<E: StreamEvent> Engine<E> {
                     if !conds_ok(prog, j, e, frame, regs, count_before) {
                         continue;
                     }
-                    let (unverified, debts) = match (owner, remote.as_deref()) {
-                        (Some(owner), Some(link)) => (false, owe_remote(link, owner, prog, j, frame, regs)),
+                    let (unverified, debts) = match (lazy.as_deref_mut(), remote.as_deref()) {
+                        (Some(lazy), Some(link)) => (false, owe_remote(link, lazy, prog, j, frame, regs)),
                         _ => match ask_remote(remote.as_deref(), prog, j, frame, regs) {
                             Some(unverified) => (unverified, None),
                             None => continue,
@@ -246,8 +246,8 @@ impl<E: StreamEvent> Engine<E> {
     #[inline]
     fn start_remote(&mut self, j: usize) -> Option<(bool, Option<Box<[Debt]>>)> {
         let (frame, regs) = (&self.frame[..], &self.null_regs[..]);
-        match (self.lazy.as_ref(), self.remote.as_deref()) {
-            (Some(l), Some(link)) => Some((false, owe_remote(link, l.owner(), &self.prog, j, frame, regs))),
+        match (self.lazy.as_deref_mut(), self.remote.as_deref()) {
+            (Some(l), Some(link)) => Some((false, owe_remote(link, l, &self.prog, j, frame, regs))),
             _ => ask_remote(self.remote.as_deref(), &self.prog, j, frame, regs).map(|u| (u, None)),
         }
     }
