@@ -118,7 +118,7 @@ impl Match {
     /// ```
     /// use cep_core::{EmitValue, Match, Value};
     /// let m = Match { query: 0, key: Value::Null, start: 5, end: 9, rows: vec![0, 1], ends: vec![1, 2],
-    ///                 emit: vec![EmitValue::Value(Value::Int(3)), EmitValue::Null] };
+    ///                 emit: vec![EmitValue::Value(Value::Int(3)), EmitValue::Null], unverified: false };
     /// let mut line = Vec::new();
     /// m.write_json_emit(&mut line, "q1", &["a", "b"], &["count(b)", "c"]);
     /// let text = String::from_utf8(line).unwrap();
