@@ -105,7 +105,6 @@ struct CheckpointV4 {
     input: Option<cep_io::InputPosition>,
     skipped: u64,
     state: PipelineSnapshot,
-    #[allow(dead_code)]
     identity: InputIdentity,
 }
 
@@ -214,41 +213,27 @@ pub fn decode(bytes: &[u8]) -> Result<Checkpoint, LoadError> {
         return corrupt("checksum mismatch");
     }
     let unreadable = |e: postcard::Error| LoadError::Corrupt(format!("unreadable payload: {e}"));
-    if format == FORMAT_WITHOUT_IDENTITY {
-        let CheckpointV3 { fingerprint, position, output_bytes, input, skipped, state } =
-            postcard::from_bytes(payload).map_err(unreadable)?;
-        let identity = InputIdentity::NotRecorded;
-        return Ok(Checkpoint {
-            fingerprint,
-            position,
-            output_bytes,
-            input,
-            skipped,
-            state,
-            identity,
-            output_pending: Vec::new(),
-        });
-    }
-    if format == FORMAT_SAMPLED {
-        let CheckpointV4 { fingerprint, position, output_bytes, input, skipped, state, identity } =
-            postcard::from_bytes(payload).map_err(unreadable)?;
-        // A sample cannot be checked against a hash of the whole prefix.
-        let identity = match identity {
-            InputIdentity::File(_) => InputIdentity::NotRecorded,
-            other => other,
-        };
-        return Ok(Checkpoint {
-            fingerprint,
-            position,
-            output_bytes,
-            input,
-            skipped,
-            state,
-            identity,
-            output_pending: Vec::new(),
-        });
-    }
-    postcard::from_bytes(payload).map_err(unreadable)
+    // The earlier formats: read into format 4's shape, whose identity is
+    // not recorded (format 3) or cannot be checked against a hash of the
+    // whole prefix (format 4's sample), with no pending lines.
+    let old = match format {
+        FORMAT_WITHOUT_IDENTITY => {
+            let CheckpointV3 { fingerprint, position, output_bytes, input, skipped, state } =
+                postcard::from_bytes(payload).map_err(unreadable)?;
+            let identity = InputIdentity::NotRecorded;
+            CheckpointV4 { fingerprint, position, output_bytes, input, skipped, state, identity }
+        }
+        FORMAT_SAMPLED => {
+            let mut v4: CheckpointV4 = postcard::from_bytes(payload).map_err(unreadable)?;
+            if matches!(v4.identity, InputIdentity::File(_)) {
+                v4.identity = InputIdentity::NotRecorded;
+            }
+            v4
+        }
+        _ => return postcard::from_bytes(payload).map_err(unreadable),
+    };
+    let CheckpointV4 { fingerprint, position, output_bytes, input, skipped, state, identity } = old;
+    Ok(Checkpoint { fingerprint, position, output_bytes, input, skipped, state, identity, output_pending: Vec::new() })
 }
 
 /// Writes `c` into `dir` atomically (see the [module](self) docs) and

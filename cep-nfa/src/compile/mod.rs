@@ -591,18 +591,7 @@ impl<'a> StatementCompiler<'a> {
             self.remote_conjunct(e, call, negated, elements);
             return;
         }
-        let named = e.vars();
-        let mut ok = true;
-        for v in &named {
-            if self.var_index(&v.name).is_none() {
-                let d = self.unknown_var(v);
-                self.diags.push(d);
-                ok = false;
-            }
-        }
-        if !ok {
-            return;
-        }
+        let Some(named) = self.known_vars(e) else { return };
         if named.is_empty() {
             self.diags.push(
                 Diagnostic::error(e.span(), "this condition names no variable")
@@ -679,6 +668,21 @@ impl<'a> StatementCompiler<'a> {
 
     fn text(&self, span: Span) -> String {
         self.file.text(span)
+    }
+
+    /// The variables `e` names, each declared; `None` (the unknown ones
+    /// reported) when one is not.
+    fn known_vars<'e>(&mut self, e: &'e Expr) -> Option<Vec<&'e Ident>> {
+        let named = e.vars();
+        let mut ok = true;
+        for v in &named {
+            if self.var_index(&v.name).is_none() {
+                let d = self.unknown_var(v);
+                self.diags.push(d);
+                ok = false;
+            }
+        }
+        ok.then_some(named)
     }
 
     fn is_condition(&mut self, ty: Ty, span: Span) -> bool {

@@ -116,18 +116,7 @@ impl<'a> StatementCompiler<'a> {
             );
             return;
         }
-        let named = e.vars();
-        let mut ok = true;
-        for v in &named {
-            if self.var_index(&v.name).is_none() {
-                let d = self.unknown_var(v);
-                self.diags.push(d);
-                ok = false;
-            }
-        }
-        if !ok {
-            return;
-        }
+        let Some(named) = self.known_vars(e) else { return };
         let mut owner: Option<(usize, Quant, &Ident)> = None;
         for v in &named {
             match self.vars[self.var_index(&v.name).expect("checked")].kind {
