@@ -21,6 +21,7 @@ use cep_nfa::syntax::ast::Quant;
 use cep_nfa::syntax::parse;
 use cep_remote::{DelayConfig, DelayResolver};
 use cep_runtime::job::RemoteSpec;
+use cep_runtime::record::Record;
 use cep_runtime::{Output, Runtime};
 use cep_testkit::arb::{Case, arb_case, config};
 use cep_testkit::drive::{run_engine_with, sorted};
@@ -127,14 +128,9 @@ fn job(text: &str, case: &Case, threads: usize, seed: u64, mode: RemoteMode) -> 
         .unwrap()
         .iter()
         .map(|l| {
-            let v: serde_json::Value = serde_json::from_str(l).unwrap();
-            let vars: Vec<Vec<u64>> = v["vars"]
-                .as_object()
-                .unwrap()
-                .values()
-                .map(|r| r.as_array().unwrap().iter().map(|x| x.as_u64().unwrap()).collect())
-                .collect();
-            format!("{vars:?} {}", v["key"])
+            let Ok(Record::Match(m)) = Record::parse(l) else { panic!("a match line: {l}") };
+            let vars: Vec<&Vec<u64>> = m.vars.iter().map(|(_, rows)| rows).collect();
+            format!("{vars:?} {}", m.key)
         })
         .collect();
     out.sort();

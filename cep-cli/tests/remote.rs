@@ -17,6 +17,7 @@ use cep_core::{Event, Schema, Sym, TimeUnit, Value};
 use cep_geo::{Answers, Config, ProximityIndex, Service, load_csv_file};
 use cep_nfa::compile::{Options, compile};
 use cep_nfa::syntax::parse;
+use cep_runtime::record::Record;
 
 mod common;
 use common::{CEP, Output, Scratch};
@@ -139,14 +140,9 @@ fn matches(stdout: &str) -> Vec<String> {
     let mut out: Vec<String> = stdout
         .lines()
         .map(|l| {
-            let v: serde_json::Value = serde_json::from_str(l).unwrap();
-            let vars: Vec<Vec<u64>> = v["vars"]
-                .as_object()
-                .unwrap()
-                .values()
-                .map(|rows| rows.as_array().unwrap().iter().map(|r| r.as_u64().unwrap()).collect())
-                .collect();
-            format!("{} {vars:?}", v["query"].as_str().unwrap())
+            let Ok(Record::Match(m)) = Record::parse(l) else { panic!("a match line: {l}") };
+            let vars: Vec<&Vec<u64>> = m.vars.iter().map(|(_, rows)| rows).collect();
+            format!("{} {vars:?}", m.query)
         })
         .collect();
     out.sort();
