@@ -348,3 +348,111 @@ fn killed_and_resumed(mode: &str) {
     );
     assert!(got == want, "not the very same bytes");
 }
+
+/// A service that answers every request the same wrong way, on loopback:
+/// with an HTTP error status, by never answering, or by closing the
+/// connection; stopped when dropped (bounded: it serves until then).
+struct Faulty {
+    addr: SocketAddr,
+    stop: std::sync::Arc<std::sync::atomic::AtomicBool>,
+}
+
+#[derive(Clone, Copy, Debug)]
+enum Fault {
+    Status500,
+    Hang,
+    Drop,
+}
+
+impl Faulty {
+    fn start(fault: Fault) -> Faulty {
+        use std::io::{Read, Write};
+        use std::sync::atomic::Ordering;
+        let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        listener.set_nonblocking(true).unwrap();
+        let addr = listener.local_addr().unwrap();
+        let stop = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+        let stopping = stop.clone();
+        std::thread::spawn(move || {
+            let mut held = Vec::new();
+            while !stopping.load(Ordering::Relaxed) {
+                let Ok((mut conn, _)) = listener.accept() else {
+                    std::thread::sleep(Duration::from_millis(2));
+                    continue;
+                };
+                let _ = conn.set_nonblocking(false);
+                let _ = conn.set_read_timeout(Some(Duration::from_secs(5)));
+                let mut buf = [0u8; 4096];
+                match fault {
+                    // Each request on the (kept-alive) connection gets a 500.
+                    Fault::Status500 => {
+                        std::thread::spawn(move || {
+                            while matches!(conn.read(&mut buf), Ok(n) if n > 0) {
+                                let reply = b"HTTP/1.1 500 Internal Server Error\r\ncontent-length: 0\r\n\r\n";
+                                if conn.write_all(reply).is_err() {
+                                    break;
+                                }
+                            }
+                        });
+                    }
+                    Fault::Hang => held.push(conn),
+                    Fault::Drop => {
+                        let _ = conn.read(&mut buf);
+                        drop(conn);
+                    }
+                }
+            }
+        });
+        Faulty { addr, stop }
+    }
+}
+
+impl Drop for Faulty {
+    fn drop(&mut self) {
+        self.stop.store(true, std::sync::atomic::Ordering::Relaxed);
+    }
+}
+
+#[test]
+fn faults_of_the_service_follow_the_failure_policy() {
+    let dir = Scratch::new("remote", "faults");
+    let events = dir.write("ais.csv", ais_csv(4, 3));
+    let query = dir.write("q.cep", QUERY);
+    for (fault, says) in
+        [(Fault::Status500, "answered HTTP 500"), (Fault::Hang, "timed out"), (Fault::Drop, "could not connect")]
+    {
+        let service = Faulty::start(fault);
+        let url = format!("near=http://{}/near", service.addr);
+        for mode in ["blocking", "lazy"] {
+            let base = [
+                "run",
+                "--query",
+                &query,
+                "--events",
+                &events,
+                "--remote",
+                &url,
+                "--remote-timeout",
+                "100ms",
+                "--threads",
+                "1",
+                "--remote-mode",
+                mode,
+            ];
+            let o = cep(&base);
+            assert_eq!(o.code, Some(2), "{fault:?} {mode}: {o:#?}");
+            assert!(
+                o.stderr.contains(&format!(
+                    "remote function `near` at http://{}/near {says} after 4 attempts",
+                    service.addr
+                )),
+                "{fault:?} {mode}: {}",
+                o.stderr
+            );
+            let o = cep(&[&base[..], &["--remote-failure", "false"]].concat());
+            assert_eq!(o.code, Some(0), "{fault:?} {mode}: {o:#?}");
+            assert!(!o.stdout.is_empty(), "{fault:?} {mode}: `apart` matches, unverified");
+            assert!(o.stdout.lines().all(|l| l.contains("\"unverified\":true")), "{}", o.stdout);
+        }
+    }
+}
