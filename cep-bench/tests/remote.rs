@@ -242,3 +242,34 @@ fn a_remote_condition_decides_which_event_binds() {
     let text = with_call(&case, 1, true).unwrap();
     assert!(engine(&text, &case, delayed(7), false).is_empty());
 }
+
+/// A long stream under skip-till-any-match, lazy: partial matches that owe
+/// an answer which came back false are dropped before they are final
+/// (early settlement, counted), and the matches are still the reference's.
+#[test]
+fn lazy_settles_early_on_a_long_stream() {
+    let mut rng = cep_testkit::XorShift64::new(0xE4A1);
+    let specs: Vec<cep_testkit::arb::EventSpec> = (0..3000)
+        .map(|_| {
+            let ty = ["A", "B", "C"][(rng.next_u64() % 3) as usize];
+            let k = Some((rng.next_u64() % 3) as i64);
+            let x = Some((rng.next_u64() % 6) as i64);
+            (ty, 1, k, x, (rng.next_u64() % 4) as i64)
+        })
+        .collect();
+    let (events, schema) = cep_testkit::arb::build_events(&specs);
+    let case = Case { query: String::new(), events, schema };
+    let text = format!("{DECL}PATTERN SEQ(A a, B b, C c) WHERE skip-till-any-match AND [k] AND f(b.x, b.y) WITHIN 60");
+    let want = reference(&text, &case);
+    assert!(want.len() > 100, "{}", want.len());
+    let prog = compile(&text, &mut case.schema.clone(), &Options::default()).unwrap().programs.remove(0);
+    let shared = link(delayed(11));
+    let mut engine = Engine::new(prog);
+    engine.set_remote(shared.clone());
+    assert!(engine.set_lazy());
+    let got = sorted(run_engine_with(engine, &case.events).unwrap());
+    assert_eq!(got, want);
+    let stats = shared.stats();
+    assert!(stats.dropped_early > 0, "{stats:?}");
+    assert_eq!(stats.settled_true as usize, want.len(), "{stats:?}");
+}

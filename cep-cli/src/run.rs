@@ -472,6 +472,9 @@ fn remote_summary(s: &cep_core::remote::LinkStats) -> String {
     }
     if s.settled_true + s.settled_false > 0 {
         out.push_str(&format!(", debts settled {} true, {} false", s.settled_true, s.settled_false));
+        if s.dropped_early > 0 {
+            out.push_str(&format!(" ({} partial matches dropped early)", s.dropped_early));
+        }
     }
     out
 }

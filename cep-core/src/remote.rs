@@ -282,6 +282,9 @@ pub struct RemoteLink {
     unverified: std::sync::atomic::AtomicU64,
     /// Final matches whose debts were settled: paid, refused.
     settled: [std::sync::atomic::AtomicU64; 2],
+    /// Partial matches dropped before they were final, for a debt answered
+    /// against them.
+    early: std::sync::atomic::AtomicU64,
 }
 
 impl std::fmt::Debug for RemoteLink {
@@ -324,6 +327,9 @@ pub struct LinkStats {
     pub settled_true: u64,
     /// Lazy evaluation: final matches dropped for a debt answered against.
     pub settled_false: u64,
+    /// Lazy evaluation: partial matches dropped early, for a debt answered
+    /// against them.
+    pub dropped_early: u64,
 }
 
 impl RemoteLink {
@@ -351,7 +357,14 @@ impl RemoteLink {
             dropped: std::sync::atomic::AtomicU64::new(0),
             unverified: std::sync::atomic::AtomicU64::new(0),
             settled: Default::default(),
+            early: std::sync::atomic::AtomicU64::new(0),
         }
+    }
+
+    /// Counts partial matches dropped early (lazy evaluation): they owed
+    /// an answer that came back against them.
+    pub fn count_dropped_early(&self, n: u64) {
+        self.early.fetch_add(n, std::sync::atomic::Ordering::Relaxed);
     }
 
     /// A fresh call id, for a call made before a restart whose answer a
@@ -496,6 +509,7 @@ impl RemoteLink {
             unverified: self.unverified.load(Relaxed),
             settled_true: self.settled[0].load(Relaxed),
             settled_false: self.settled[1].load(Relaxed),
+            dropped_early: self.early.load(Relaxed),
         }
     }
 }

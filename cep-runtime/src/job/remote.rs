@@ -112,6 +112,7 @@ impl RemoteSpec {
             all.unverified += s.unverified;
             all.settled_true += s.settled_true;
             all.settled_false += s.settled_false;
+            all.dropped_early += s.dropped_early;
         }
         all
     }

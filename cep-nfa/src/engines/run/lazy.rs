@@ -29,6 +29,9 @@ use crate::program::{Program, RemoteCond, Selection, SkipTo, Strategy};
 use super::Engine;
 use super::emit::Done;
 
+/// The fewest answers between two early settlements.
+const EARLY_EVERY: usize = 64;
+
 /// An engine's lazy state: its owner number at the link, the answers its
 /// live debts need, and the final matches waiting for answers.
 #[derive(Debug, Default)]
@@ -42,6 +45,9 @@ pub(super) struct Lazy {
     /// arguments: a checkpoint keeps them, and a resumed run makes them
     /// again.
     outstanding: AHashMap<u64, (u16, Vec<Value>)>,
+    /// Answers taken since live runs were last checked against them
+    /// ([`Engine::settle_early`]).
+    since_check: usize,
     /// Scratch: answers drained, calls no node owes any more, a path's debts.
     got: Vec<(CallId, Verdict)>,
     gone: Vec<u64>,
@@ -94,6 +100,7 @@ impl<E: StreamEvent> Engine<E> {
         let (Some(lazy), Some(link)) = (self.lazy.as_deref_mut(), self.remote.as_deref()) else { return };
         link.drain(lazy.owner, &mut lazy.got, wait);
         let news = !lazy.got.is_empty();
+        lazy.since_check += lazy.got.len();
         for (id, v) in lazy.got.drain(..) {
             lazy.outstanding.remove(&id.0);
             if self.buffer.owes(id.0) {
@@ -104,6 +111,7 @@ impl<E: StreamEvent> Engine<E> {
         for g in lazy.gone.drain(..) {
             lazy.answers.remove(&g);
         }
+        let check = lazy.since_check >= (self.live_total / 4).max(EARLY_EVERY);
         if news && !lazy.parked.is_empty() {
             let parked = std::mem::take(&mut lazy.parked);
             for d in parked {
@@ -111,6 +119,62 @@ impl<E: StreamEvent> Engine<E> {
             }
             self.emit_done();
         }
+        if check {
+            self.settle_early();
+        }
+    }
+
+    /// Drops the live runs and pending matches that owe an answer which
+    /// came back against them: they can never make a match (DESIGN.md
+    /// §2.4, early settlement). Run when the answers taken since the last
+    /// check reach a quarter of the live runs, so that walking their paths
+    /// costs a few steps per answer.
+    #[inline(never)]
+    fn settle_early(&mut self) {
+        let Some(mut lazy) = self.lazy.take() else { return };
+        lazy.since_check = 0;
+        let dropped = if lazy.answers.is_empty() { 0 } else { self.drop_refused(&mut lazy) };
+        self.lazy = Some(lazy);
+        if dropped > 0
+            && let Some(link) = self.remote.as_deref()
+        {
+            link.count_dropped_early(dropped);
+        }
+    }
+
+    /// [`settle_early`](Self::settle_early)'s walk: drops the runs and
+    /// pending matches whose path owes an answer `lazy` has against it;
+    /// returns how many.
+    fn drop_refused(&mut self, lazy: &mut Lazy) -> u64 {
+        let mut dropped = 0u64;
+        for pid in 0..self.parts.len() {
+            let part = &mut self.parts[pid];
+            if part.runs.len() + part.pending.len() == 0 {
+                continue;
+            }
+            for set in [&mut part.runs, &mut part.pending] {
+                let owes_refused: Vec<bool> = set
+                    .runs
+                    .iter()
+                    .map(|r| {
+                        lazy.debts.clear();
+                        self.buffer.debts_on_path(r.node, &mut lazy.debts);
+                        matches!(settle(&lazy.debts, &lazy.answers), Settled::Refused)
+                    })
+                    .collect();
+                if owes_refused.iter().any(|&x| x) {
+                    let mut i = 0;
+                    set.retain(&mut self.buffer, |_| {
+                        i += 1;
+                        owes_refused[i - 1]
+                    });
+                    dropped += owes_refused.iter().filter(|&&x| x).count() as u64;
+                }
+            }
+            let live = part.runs.len() + part.pending.len();
+            self.set_live(pid as u32, live);
+        }
+        dropped
     }
 
     /// At the end of the input: waits for the answers every parked match
