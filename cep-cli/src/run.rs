@@ -17,7 +17,6 @@ use cep_runtime::job::{
 };
 use cep_runtime::{RunnerStats, Summary};
 use cep_time::LatePolicy;
-use std::time::Duration;
 
 use clap::Args;
 
@@ -443,11 +442,9 @@ fn remote_spec(args: &RunArgs) -> Result<Option<cep_runtime::job::RemoteSpec>, F
         endpoints.push(cep_remote::Endpoint::new(name, url));
     }
     let functions = endpoints.iter().map(|e| (e.name.clone(), e.url.clone())).collect();
-    // Blocking: a shard waits for each answer, so no other call can come to
-    // fill a batch; lingering would only add to every wait. Lazy: calls
-    // made while runs go on fill batches for a millisecond.
-    let linger = if mode == cep_core::remote::RemoteMode::Lazy { Duration::from_millis(1) } else { Duration::ZERO };
-    let config = cep_remote::RemoteConfig::new(endpoints).with_timeout(timeout).with_batching(64, linger);
+    // Calls made while runs go on fill batches for up to a millisecond; a
+    // shard that waits for an answer (blocking) sends what it has at once.
+    let config = cep_remote::RemoteConfig::new(endpoints).with_timeout(timeout);
     // Checked once here, so that a bad URL is a clear error before any
     // shard starts.
     cep_remote::HttpResolver::new(&config).map_err(|e| Failure::bad_input(format!("--remote: {e}")))?;

@@ -27,7 +27,7 @@ use tokio::sync::{Notify, mpsc};
 use tokio::time::Instant;
 
 use crate::config::{RemoteConfig, Target};
-use crate::ledger::Job;
+use crate::ledger::ToClient;
 use crate::wire::{WireCall, decode_reply, encode_request};
 
 /// Counts kept on the client's side, read by the shard's `stats`.
@@ -71,6 +71,8 @@ struct Endpoint {
     queue: Mutex<VecDeque<Pending>>,
     /// Wakes the workers when calls are queued.
     notify: Notify,
+    /// The shard waits for answers: send what is queued now.
+    flush: std::sync::atomic::AtomicBool,
 }
 
 impl Endpoint {
@@ -83,7 +85,7 @@ impl Endpoint {
 pub(crate) fn start(
     config: &RemoteConfig,
     targets: Vec<Target>,
-    jobs: mpsc::UnboundedReceiver<Job>,
+    jobs: mpsc::UnboundedReceiver<ToClient>,
     done: crossbeam_channel::Sender<Done>,
     counters: Arc<Counters>,
 ) -> std::io::Result<std::thread::JoinHandle<()>> {
@@ -109,13 +111,20 @@ async fn run(
     targets: Vec<Target>,
     settings: Settings,
     connections: usize,
-    mut jobs: mpsc::UnboundedReceiver<Job>,
+    mut jobs: mpsc::UnboundedReceiver<ToClient>,
     done: crossbeam_channel::Sender<Done>,
     counters: Arc<Counters>,
 ) {
     let endpoints: Vec<Arc<Endpoint>> = targets
         .into_iter()
-        .map(|target| Arc::new(Endpoint { target, queue: Mutex::new(VecDeque::new()), notify: Notify::new() }))
+        .map(|target| {
+            Arc::new(Endpoint {
+                target,
+                queue: Mutex::new(VecDeque::new()),
+                notify: Notify::new(),
+                flush: std::sync::atomic::AtomicBool::new(false),
+            })
+        })
         .collect();
     for endpoint in &endpoints {
         for _ in 0..connections {
@@ -124,7 +133,17 @@ async fn run(
             tokio::spawn(worker.run());
         }
     }
-    while let Some(job) = jobs.recv().await {
+    while let Some(msg) = jobs.recv().await {
+        let job = match msg {
+            ToClient::Call(job) => job,
+            ToClient::Flush => {
+                for e in &endpoints {
+                    e.flush.store(true, Ordering::Relaxed);
+                    e.notify.notify_waiters();
+                }
+                continue;
+            }
+        };
         let Some(endpoint) = endpoints.get(usize::from(job.func)) else {
             // The ledger refuses unknown functions; answer anyway.
             let error = CallError { kind: CallErrorKind::Protocol, attempts: 0, detail: "unknown function".into() };
@@ -228,12 +247,22 @@ impl Worker {
                     Some(first)
                         if queue.len() >= max_batch
                             || later(first.since, linger) <= Instant::now()
-                            || self.counters.open_jobs.load(Ordering::Relaxed) >= max_in_flight =>
+                            || self.counters.open_jobs.load(Ordering::Relaxed) >= max_in_flight
+                            || self.endpoint.flush.load(Ordering::Relaxed) =>
                     {
                         let n = queue.len().min(max_batch);
+                        if n == queue.len() {
+                            self.endpoint.flush.store(false, Ordering::Relaxed);
+                        }
                         return queue.drain(..n).collect();
                     }
-                    front => front.map(|p| p.since),
+                    front => {
+                        if front.is_none() {
+                            // Nothing was queued when the shard waited.
+                            self.endpoint.flush.store(false, Ordering::Relaxed);
+                        }
+                        front.map(|p| p.since)
+                    }
                 }
             };
             let notified = self.endpoint.notify.notified();

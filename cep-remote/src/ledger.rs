@@ -22,6 +22,16 @@ pub(crate) struct Job {
     pub args: Vec<Value>,
 }
 
+/// What the shard sends the client thread.
+#[derive(Debug)]
+pub(crate) enum ToClient {
+    /// A call to make.
+    Call(Job),
+    /// The shard waits for answers: no call will come to fill a batch, so
+    /// what is queued leaves now instead of after the linger.
+    Flush,
+}
+
 #[derive(Debug)]
 struct Waiting {
     key: Key,

@@ -17,7 +17,7 @@ use tokio::sync::mpsc;
 
 use crate::client::{self, Counters, Done};
 use crate::config::{RemoteConfig, RemoteError};
-use crate::ledger::{Job, Ledger};
+use crate::ledger::{Ledger, ToClient};
 
 const CLIENT_GONE: &str = "the remote client thread stopped";
 
@@ -37,7 +37,9 @@ const CLIENT_GONE: &str = "the remote client thread stopped";
 pub struct HttpResolver {
     ledger: Ledger,
     /// `None` once dropping has begun.
-    jobs: Option<mpsc::UnboundedSender<Job>>,
+    jobs: Option<mpsc::UnboundedSender<ToClient>>,
+    /// Calls sent since the shard last waited: a wait then flushes them.
+    sent_since_wait: bool,
     done: Receiver<Done>,
     counters: Arc<Counters>,
     max_in_flight: usize,
@@ -62,6 +64,7 @@ impl HttpResolver {
         Ok(HttpResolver {
             ledger: Ledger::new(functions, config.cache_entries),
             jobs: Some(jobs),
+            sent_since_wait: false,
             done,
             counters,
             max_in_flight: config.max_in_flight,
@@ -97,7 +100,8 @@ impl Resolver for HttpResolver {
         }
         let Some(job) = self.ledger.admit(call) else { return };
         let token = job.token;
-        let sent = self.jobs.as_ref().is_some_and(|jobs| jobs.send(job).is_ok());
+        let sent = self.jobs.as_ref().is_some_and(|jobs| jobs.send(ToClient::Call(job)).is_ok());
+        self.sent_since_wait |= sent;
         if !sent {
             let error = CallError { kind: CallErrorKind::Connect, attempts: 0, detail: CLIENT_GONE.to_string() };
             self.ledger.settle(token, Answer::Failed(error));
@@ -112,6 +116,11 @@ impl Resolver for HttpResolver {
     fn wait(&mut self, answers: &mut Vec<(CallId, Answer)>, timeout: Duration) {
         self.absorb();
         if !self.ledger.has_ready() && self.ledger.outstanding() > 0 {
+            if std::mem::take(&mut self.sent_since_wait)
+                && let Some(jobs) = &self.jobs
+            {
+                let _ = jobs.send(ToClient::Flush);
+            }
             match self.done.recv_timeout(timeout) {
                 Ok((token, answer)) => self.ledger.settle(token, answer),
                 Err(RecvTimeoutError::Timeout) => {}
