@@ -195,7 +195,7 @@ fn check(case: &Case, pick: usize, negated: bool, seed: u64) -> Result<(), TestC
     prop_assert_eq!(&engine_resumed(&text, case, cut, seed), &want, "lazy, resumed after {} events: {}", cut, text);
     let want = as_lines(&want);
     for threads in [1, 2] {
-        for mode in [RemoteMode::Blocking, RemoteMode::Lazy] {
+        for mode in [RemoteMode::Blocking, RemoteMode::Lazy, RemoteMode::Auto] {
             prop_assert_eq!(&job(&text, case, threads, seed, mode), &want, "{} threads, {:?}: {}", threads, mode, text);
         }
     }
@@ -272,4 +272,42 @@ fn lazy_settles_early_on_a_long_stream() {
     let stats = shared.stats();
     assert!(stats.dropped_early > 0, "{stats:?}");
     assert_eq!(stats.settled_true as usize, want.len(), "{stats:?}");
+}
+
+/// `auto` measures the answer delay: with answers at once (an in-process
+/// function) it waits for them; with a millisecond's delay it goes on
+/// lazily; the matches are the reference's either way.
+#[test]
+fn auto_follows_the_answer_delay() {
+    let mut rng = cep_testkit::XorShift64::new(0xA070);
+    let specs: Vec<cep_testkit::arb::EventSpec> = (0..1500)
+        .map(|_| {
+            let ty = ["A", "B"][(rng.next_u64() % 2) as usize];
+            (ty, 1, Some((rng.next_u64() % 4) as i64), Some((rng.next_u64() % 6) as i64), (rng.next_u64() % 4) as i64)
+        })
+        .collect();
+    let (events, schema) = cep_testkit::arb::build_events(&specs);
+    let case = Case { query: String::new(), events, schema };
+    let text = format!("{DECL}PATTERN SEQ(A a, B b) WHERE strict-contiguity AND [k] AND f(b.x, b.y)");
+    let want = reference(&text, &case);
+    assert!(!want.is_empty());
+    let slow = || {
+        let cfg = DelayConfig::default().with_comm(Duration::from_millis(1), Duration::ZERO).with_seed(3);
+        Box::new(DelayResolver::new(cfg, f)) as Box<dyn Resolver>
+    };
+    for (resolver, lazy_at_the_end) in [(Box::new(FnResolver::new(f)) as Box<dyn Resolver>, false), (slow(), true)] {
+        let prog = compile(&text, &mut case.schema.clone(), &Options::default()).unwrap().programs.remove(0);
+        let mut engine = Engine::new(prog);
+        engine.set_remote(link(resolver));
+        assert!(engine.set_auto());
+        let mut got = Vec::new();
+        for e in &case.events {
+            engine.push(e).unwrap();
+            got.extend(engine.drain().map(cep_testkit::drive::to_ref));
+        }
+        assert_eq!(engine.lazy_now(), lazy_at_the_end);
+        engine.finish();
+        got.extend(engine.drain().map(cep_testkit::drive::to_ref));
+        assert_eq!(sorted(got), want);
+    }
 }

@@ -173,8 +173,9 @@ fn matches_equal_the_reference_with_the_service_answering() {
             let summary = o.stderr.lines().find(|l| l.starts_with("summary: ")).unwrap();
             assert!(summary.contains(", remote: ") && summary.contains(" 0 failures"), "{summary}");
             // Lazy: the matches settled when final (`apart` stays blocking:
-            // skip-till-next-match).
-            assert_eq!(summary.contains(", debts settled "), mode == "lazy", "{summary}");
+            // skip-till-next-match); auto goes lazy too, since answers over
+            // HTTP take far more than a few microseconds.
+            assert_eq!(summary.contains(", debts settled "), mode != "blocking", "{summary}");
         }
     }
 }

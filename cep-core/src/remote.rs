@@ -230,8 +230,9 @@ pub enum RemoteMode {
     /// A run goes on as if the answer were true, owing it; its match is
     /// settled when final.
     Lazy,
-    /// The engine chooses (blocking, until the choice from measurements
-    /// is built).
+    /// The engine chooses: lazy while the measured answer delay is above
+    /// a few microseconds, where lazy gives the same matches; blocking
+    /// otherwise.
     #[default]
     Auto,
 }

@@ -33,7 +33,7 @@ fn a_call_becomes_a_remote_condition_of_the_last_variable_it_names() {
     assert_eq!(on(2), [(0, false, "near(x.mmsi, z.lat, z.lon, 7)".to_owned())]);
     let plan = cep_nfa::compile::plan::render(p);
     assert!(plan.contains("asking `near` (remote): NOT near(y.mmsi, y.lat, y.lon, y.ts)"), "{plan}");
-    assert!(plan.contains("remote calls: blocking, or lazy with --remote-mode lazy"), "{plan}");
+    assert!(plan.contains("remote calls: as --remote-mode says (auto: lazy while"), "{plan}");
     let next = compile(
         &format!("{DECL}PATTERN SEQ(A a, B b) WHERE near(b.m, 1.0, 2.0, 3)"),
         &mut Schema::new(),

@@ -94,7 +94,10 @@ pub fn render_with<E>(prog: &Program<E>, choice: crate::select::EngineChoice) ->
     }
     if prog.elements.iter().any(|e| !e.remote.is_empty()) {
         let _ = match crate::engines::run::lazy_fits(prog) {
-            None => writeln!(s, "  remote calls: blocking, or lazy with --remote-mode lazy (auto: blocking)"),
+            None => writeln!(
+                s,
+                "  remote calls: as --remote-mode says (auto: lazy while answers take more than a few µs, else blocking)"
+            ),
             Some(why) => writeln!(s, "  remote calls: blocking in every mode ({why})"),
         };
     }

@@ -90,6 +90,12 @@ pub trait MatchEngine<E: StreamEvent> {
         false
     }
 
+    /// Chooses between lazy and blocking from the measured answer delay,
+    /// where lazy gives the same matches; whether it may be lazy.
+    fn set_auto(&mut self) -> bool {
+        false
+    }
+
     /// Whether the engine stopped at the state bound (it ignores events
     /// from then on).
     fn halted(&self) -> bool;

@@ -249,6 +249,12 @@ impl<E: StreamEvent> QueryEngine<E> {
         each!(self, x => MatchEngine::set_lazy(x))
     }
 
+    /// Chooses between lazy and blocking from measurements (see
+    /// [`Engine::set_auto`]); whether it may be lazy.
+    pub fn set_auto(&mut self) -> bool {
+        each!(self, x => MatchEngine::set_auto(x))
+    }
+
     /// Whether the engine stopped at the state bound.
     pub fn halted(&self) -> bool {
         each!(self, x => MatchEngine::halted(x))

@@ -206,6 +206,19 @@ pub(crate) fn partition_field(p: &Program<Event>) -> Option<FieldId> {
 }
 
 /// The names a sink needs for a query's matches.
+/// Sets how `engine` waits for remote answers.
+fn set_mode(engine: &mut QueryEngine<Event>, mode: cep_core::remote::RemoteMode) {
+    match mode {
+        cep_core::remote::RemoteMode::Blocking => {}
+        cep_core::remote::RemoteMode::Lazy => {
+            engine.set_lazy();
+        }
+        cep_core::remote::RemoteMode::Auto => {
+            engine.set_auto();
+        }
+    }
+}
+
 pub(crate) fn query_info(p: &Program<Event>) -> QueryInfo {
     QueryInfo {
         name: p.name.clone(),
@@ -348,9 +361,7 @@ impl Runner {
     pub fn set_remote(&mut self, link: Arc<cep_core::remote::RemoteLink>, mode: cep_core::remote::RemoteMode) {
         for e in &mut self.engines {
             e.set_remote(link.clone());
-            if mode == cep_core::remote::RemoteMode::Lazy {
-                e.set_lazy();
-            }
+            set_mode(e, mode);
         }
         self.remote = Some((link, mode));
     }
@@ -417,9 +428,7 @@ impl Runner {
         }
         if let Some((link, mode)) = &self.remote {
             engine.set_remote(link.clone());
-            if *mode == cep_core::remote::RemoteMode::Lazy {
-                engine.set_lazy();
-            }
+            set_mode(&mut engine, *mode);
         }
         let wm = self.watermark();
         if wm > Timestamp::MIN {

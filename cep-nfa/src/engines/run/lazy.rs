@@ -16,7 +16,7 @@
 //! matches that become final together, which parked matches do not. Those
 //! queries stay blocking ([`lazy_fits`]).
 
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use ahash::AHashMap;
 use cep_core::Value;
@@ -28,9 +28,39 @@ use crate::program::{Program, RemoteCond, Selection, SkipTo, Strategy};
 
 use super::Engine;
 use super::emit::Done;
+use super::step::ask_remote;
 
 /// The fewest answers between two early settlements.
 const EARLY_EVERY: usize = 64;
+
+/// `auto` makes new calls lazily while answers take longer than this on
+/// average, and waits for them below it: an answer that comes back about as
+/// fast as the engine handles an event costs less to wait for than to
+/// carry as a debt (see docs/perf-log.md, W7).
+const AUTO_LAZY_ABOVE: Duration = Duration::from_micros(5);
+
+/// Calls between two choices of `auto`.
+const AUTO_EVERY: u64 = 64;
+
+/// What `auto` measures: when each lazy call left, and the answer delay.
+#[derive(Debug, Default)]
+struct AutoMode {
+    sent: AHashMap<u64, Instant>,
+    /// Mean answer delay (exponentially weighted), nanoseconds.
+    delay_ns: f64,
+    seen: u64,
+}
+
+impl AutoMode {
+    /// Notes an answer delay; every [`AUTO_EVERY`] answers, whether calls
+    /// should be lazy.
+    fn note(&mut self, delay: Duration) -> Option<bool> {
+        let d = delay.as_nanos() as f64;
+        self.delay_ns = if self.seen == 0 { d } else { 0.9 * self.delay_ns + 0.1 * d };
+        self.seen += 1;
+        (self.seen % AUTO_EVERY == 0).then(|| self.delay_ns > AUTO_LAZY_ABOVE.as_nanos() as f64)
+    }
+}
 
 /// An engine's lazy state: its owner number at the link, the answers its
 /// live debts need, and the final matches waiting for answers.
@@ -48,6 +78,10 @@ pub(super) struct Lazy {
     /// Answers taken since live runs were last checked against them
     /// ([`Engine::settle_early`]).
     since_check: usize,
+    /// Whether new calls are made lazily (`false`: blocking, under `auto`).
+    active: bool,
+    /// `auto`: the mode follows the measured answer delay.
+    auto: Option<AutoMode>,
     /// Scratch: answers drained, calls no node owes any more, a path's debts.
     got: Vec<(CallId, Verdict)>,
     gone: Vec<u64>,
@@ -88,8 +122,28 @@ impl<E: StreamEvent> Engine<E> {
         if lazy_fits(&self.prog).is_some() || self.prog.elements.iter().all(|e| e.remote.is_empty()) {
             return false;
         }
-        self.lazy = Some(Box::new(Lazy { owner: link.register(), ..Lazy::default() }));
+        self.lazy = Some(Box::new(Lazy { owner: link.register(), active: true, ..Lazy::default() }));
         true
+    }
+
+    /// `--remote-mode auto`: where lazy evaluation gives the same matches
+    /// ([`lazy_fits`]), new calls are made lazily while the measured
+    /// answer delay is above a few microseconds and blocking below
+    /// (re-chosen every 64 answers); elsewhere calls stay blocking.
+    /// Returns whether the query may be lazy.
+    pub fn set_auto(&mut self) -> bool {
+        if !self.set_lazy() {
+            return false;
+        }
+        if let Some(lazy) = self.lazy.as_deref_mut() {
+            lazy.auto = Some(AutoMode::default());
+        }
+        true
+    }
+
+    /// Whether new remote calls are made lazily now.
+    pub fn lazy_now(&self) -> bool {
+        self.lazy.as_ref().is_some_and(|l| l.active)
     }
 
     /// Takes the answers that have come (waiting up to `wait` for one when
@@ -101,8 +155,15 @@ impl<E: StreamEvent> Engine<E> {
         link.drain(lazy.owner, &mut lazy.got, wait);
         let news = !lazy.got.is_empty();
         lazy.since_check += lazy.got.len();
+        let now = lazy.auto.as_ref().filter(|_| news).map(|_| Instant::now());
         for (id, v) in lazy.got.drain(..) {
             lazy.outstanding.remove(&id.0);
+            if let (Some(auto), Some(now)) = (lazy.auto.as_mut(), now)
+                && let Some(t) = auto.sent.remove(&id.0)
+                && let Some(lazy_now) = auto.note(now.saturating_duration_since(t))
+            {
+                lazy.active = lazy_now;
+            }
             if self.buffer.owes(id.0) {
                 lazy.answers.insert(id.0, v);
             }
@@ -247,23 +308,49 @@ fn settle(debts: &[Debt], answers: &AHashMap<u64, Verdict>) -> Settled {
     if open { Settled::Open } else { Settled::Paid(unverified) }
 }
 
-/// Element `j`'s remote conditions on the candidate, called without
-/// waiting: the debts a binding of it owes (`None` without remote
-/// conditions).
+/// Element `j`'s remote conditions on the candidate, as the engine's mode
+/// says: lazy, `Some((false, debts))`, the calls made without waiting;
+/// blocking, `Some((unverified, None))` when they hold and `None` when one
+/// does not (see [`ask_remote`]).
 #[inline]
-pub(super) fn owe_remote<E>(
+pub(super) fn remote_step<E>(
+    link: Option<&RemoteLink>,
+    lazy: Option<&mut Lazy>,
+    prog: &Program<E>,
+    j: usize,
+    frame: &[Value],
+    regs: &[Value],
+) -> Option<(bool, Option<Box<[Debt]>>)> {
+    let conds = &prog.elements[j].remote;
+    if conds.is_empty() {
+        return Some((false, None));
+    }
+    match (lazy, link) {
+        (Some(lazy), Some(link)) if lazy.active => Some((false, Some(owe_calls(link, lazy, conds, frame, regs)))),
+        (Some(lazy), Some(link)) => timed_blocking(link, lazy, prog, j, frame, regs),
+        (_, link) => ask_remote(link, prog, j, frame, regs).map(|u| (u, None)),
+    }
+}
+
+/// A blocking step under `auto`, its answer delay measured.
+#[inline(never)]
+fn timed_blocking<E>(
     link: &RemoteLink,
     lazy: &mut Lazy,
     prog: &Program<E>,
     j: usize,
     frame: &[Value],
     regs: &[Value],
-) -> Option<Box<[Debt]>> {
-    let conds = &prog.elements[j].remote;
-    if conds.is_empty() {
-        return None;
+) -> Option<(bool, Option<Box<[Debt]>>)> {
+    let started = Instant::now();
+    let out = ask_remote(Some(link), prog, j, frame, regs).map(|u| (u, None));
+    let calls = prog.elements[j].remote.len().max(1) as u32;
+    if let Some(auto) = lazy.auto.as_mut()
+        && let Some(lazy_now) = auto.note(started.elapsed() / calls)
+    {
+        lazy.active = lazy_now;
     }
-    Some(owe_calls(link, lazy, conds, frame, regs))
+    out
 }
 
 #[inline(never)]
@@ -274,6 +361,9 @@ fn owe_calls(link: &RemoteLink, lazy: &mut Lazy, conds: &[RemoteCond], frame: &[
             let args: Vec<Value> = c.args.iter().map(|f| f(frame, regs)).collect();
             let id = link.submit(lazy.owner, c.func, args.clone());
             lazy.outstanding.insert(id.0, (c.func, args));
+            if let Some(auto) = lazy.auto.as_mut() {
+                auto.sent.insert(id.0, Instant::now());
+            }
             Debt { call: id.0, want: !c.negated }
         })
         .collect()

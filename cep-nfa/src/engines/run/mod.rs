@@ -568,6 +568,10 @@ impl<E: StreamEvent> MatchEngine<E> for Engine<E> {
         self.set_lazy()
     }
 
+    fn set_auto(&mut self) -> bool {
+        self.set_auto()
+    }
+
     fn halted(&self) -> bool {
         self.halted()
     }

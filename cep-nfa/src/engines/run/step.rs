@@ -19,7 +19,7 @@ use crate::program::{FrameSlot, Program, RegOp, RegUpdate, RemoteCond, Strategy}
 use cep_core::remote::{RemoteLink, Verdict};
 
 use super::Engine;
-use super::lazy::owe_remote;
+use super::lazy::remote_step;
 use super::negation::{NegLog, negated_in_region};
 use super::runs::{Finals, Run, RunSet, deadlines, window_ok};
 
@@ -175,12 +175,10 @@ impl<E: StreamEvent> Engine<E> {
                     if !conds_ok(prog, j, e, frame, regs, count_before) {
                         continue;
                     }
-                    let (unverified, debts) = match (lazy.as_deref_mut(), remote.as_deref()) {
-                        (Some(lazy), Some(link)) => (false, owe_remote(link, lazy, prog, j, frame, regs)),
-                        _ => match ask_remote(remote.as_deref(), prog, j, frame, regs) {
-                            Some(unverified) => (unverified, None),
-                            None => continue,
-                        },
+                    let Some((unverified, debts)) =
+                        remote_step(remote.as_deref(), lazy.as_deref_mut(), prog, j, frame, regs)
+                    else {
+                        continue;
                     };
                     relevant = true;
                     if (run.block_at as usize) < j {
@@ -246,10 +244,7 @@ impl<E: StreamEvent> Engine<E> {
     #[inline]
     fn start_remote(&mut self, j: usize) -> Option<(bool, Option<Box<[Debt]>>)> {
         let (frame, regs) = (&self.frame[..], &self.null_regs[..]);
-        match (self.lazy.as_deref_mut(), self.remote.as_deref()) {
-            (Some(l), Some(link)) => Some((false, owe_remote(link, l, &self.prog, j, frame, regs))),
-            _ => ask_remote(self.remote.as_deref(), &self.prog, j, frame, regs).map(|u| (u, None)),
-        }
+        remote_step(self.remote.as_deref(), self.lazy.as_deref_mut(), &self.prog, j, frame, regs)
     }
 
     /// The event starts a partial match at element `j` (its conditions
