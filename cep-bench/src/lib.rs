@@ -8,6 +8,7 @@ pub mod w1;
 pub mod w2;
 pub mod w3;
 pub mod w4;
+pub mod w7;
 /// The line the examples end with: the median of `rates` (events/s, one
 /// per run) with its min and max, in M events/s.
 ///

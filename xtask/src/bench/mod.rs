@@ -15,6 +15,7 @@ mod report;
 pub mod rss;
 mod runner;
 mod table;
+mod w7;
 
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
@@ -74,11 +75,25 @@ pub fn main(args: &Args) -> Result<ExitCode, String> {
         .into_iter()
         .filter(|w| args.only.as_deref().is_none_or(|o| w.name.contains(o)))
         .collect();
-    if workloads.is_empty() {
+    let w7_parts = w7::selected(args.only.as_deref());
+    if workloads.is_empty() && w7_parts.is_empty() {
         return Err(format!("no workload matches `{}`", args.only.as_deref().unwrap_or("")));
     }
-    if workloads.iter().any(|w| w.name == "W5-cli") {
-        build_cep()?;
+    let mut bins = Vec::new();
+    if workloads.iter().any(|w| w.name == "W5-cli") || w7_parts.contains(&"W7 http") {
+        bins.push("cep");
+    }
+    if w7_parts.contains(&"W7 http") {
+        bins.push("cep-geo");
+    }
+    if !bins.is_empty() {
+        build_bins(&bins)?;
+    }
+    let out = args.out.clone().unwrap_or_else(default_out);
+    if workloads.is_empty() {
+        // Only W7: its own table and files.
+        let o = w7::run(&w7_parts, args.quick, args.runs as usize, &out)?;
+        return Ok(exit(o.failures.iter().map(|f| ("W7", f))));
     }
     let runs = args.runs as usize;
     let passes: usize = workloads.iter().map(|w| w.contenders.len() * (runs + 1 + usize::from(!args.no_rss))).sum();
@@ -117,7 +132,6 @@ pub fn main(args: &Args) -> Result<ExitCode, String> {
     for line in table::ceiling_lines(&rows) {
         println!("{line}");
     }
-    let out = args.out.clone().unwrap_or_else(default_out);
     std::fs::create_dir_all(&out).map_err(|e| format!("{}: {e}", out.display()))?;
     let elapsed = started.elapsed().as_secs_f64();
     let report = report::Report::new(args.quick, runs, elapsed, &workloads, &results, rows);
@@ -133,35 +147,56 @@ pub fn main(args: &Args) -> Result<ExitCode, String> {
         }
     }
 
-    let failures: Vec<_> = results.iter().flat_map(|r| r.failures.iter().map(move |f| (&r.name, f))).collect();
+    let w7_failures = if w7_parts.is_empty() {
+        Vec::new()
+    } else {
+        println!();
+        w7::run(&w7_parts, args.quick, runs, &out)?.failures
+    };
+    let failures = results
+        .iter()
+        .flat_map(|r| r.failures.iter().map(move |f| (r.name.as_str(), f)))
+        .chain(w7_failures.iter().map(|f| ("W7", f)));
+    Ok(exit(failures))
+}
+
+/// Success, or every disagreement on stderr and failure.
+fn exit<'a>(failures: impl Iterator<Item = (&'a str, &'a String)>) -> ExitCode {
+    let failures: Vec<_> = failures.collect();
     if failures.is_empty() {
-        return Ok(ExitCode::SUCCESS);
+        return ExitCode::SUCCESS;
     }
     eprintln!();
     eprintln!("error: matches differ — an engine or a baseline is wrong:");
     for (w, f) in failures {
         eprintln!("  {w}: {f}");
     }
-    Ok(ExitCode::FAILURE)
+    ExitCode::FAILURE
 }
 
-/// Builds the `cep` binary in release mode, beside this one (W5-cli runs it),
-/// saying so first: with cargo's output quiet, a build that takes minutes
-/// would otherwise look like a hang. `--workspace --bin cep` resolves
-/// features as `cargo build --release --bin cep` and this program's own
-/// build do (`-p cep-cli` would not), so cargo reuses what they built.
-fn build_cep() -> Result<(), String> {
+/// Builds the release binaries `bins` beside this one (W5-cli runs `cep`,
+/// W7 http `cep` and `cep-geo`), saying so first: with cargo's output
+/// quiet, a build that takes minutes would otherwise look like a hang.
+/// `--workspace --bin cep` resolves features as `cargo build --release
+/// --bin cep` and this program's own build do (`-p cep-cli` would not), so
+/// cargo reuses what they built.
+fn build_bins(bins: &[&str]) -> Result<(), String> {
+    let mut args = vec!["build", "--release", "--quiet", "--workspace"];
+    for b in bins {
+        args.extend(["--bin", b]);
+    }
     eprintln!(
-        "building the release `cep` binary for W5-cli \
-         (cargo build --release --workspace --bin cep; quick when it is up to date)"
+        "building the release binaries {} for W5-cli / W7 http (cargo {}; quick when up to date)",
+        bins.join(", "),
+        args.join(" ")
     );
     let cargo = std::env::var_os("CARGO").unwrap_or_else(|| "cargo".into());
     let status = std::process::Command::new(cargo)
-        .args(["build", "--release", "--quiet", "--workspace", "--bin", "cep"])
+        .args(&args)
         .status()
-        .map_err(|e| format!("cannot run cargo to build cep: {e}"))?;
+        .map_err(|e| format!("cannot run cargo to build {}: {e}", bins.join(", ")))?;
     if !status.success() {
-        return Err(format!("building cep failed: {status}"));
+        return Err(format!("building {} failed: {status}", bins.join(", ")));
     }
     Ok(())
 }

@@ -1,0 +1,261 @@
+//! W7, the maritime workload (DESIGN.md §3, §2.4): the encounter query over
+//! AIS positions with `near` answered by a simulated remote service, and
+//! Wayeb's scalability run.
+//!
+//! The positions come from `cargo xtask ais`'s generator, which lives in
+//! the `xtask` binary; this module takes its rows as [`AisRow`]s so that
+//! the measuring code sits beside the other workloads' and is tested with
+//! them.
+//!
+//! A grid [`Cell`] fixes the communication delay of a batch, the
+//! evaluation delay of a call and the true ratio of `near`; [`run_cell`]
+//! runs the query once through the `Runtime` (one thread, as the paper's
+//! engine) with a [`DelayResolver`] configured as `cep run` configures its
+//! HTTP client: batches of up to 64 calls, at most 1,024 calls in flight,
+//! no linger when blocking (a run waits for the one call it made, so a
+//! lingering batch would only add to every wait) and 1 ms when lazy. The
+//! simulated service evaluates a batch's calls one after another (as
+//! `cep-geo serve --eval-delay` does) and serves batches concurrently.
+//! `near`'s answer is [`cep_geo::ratio_answer`]: true for a stable
+//! pseudo-random fraction of the argument tuples, so the true ratio is
+//! the cell's whatever the positions.
+
+use std::collections::hash_map::DefaultHasher;
+use std::hash::{Hash, Hasher};
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+pub use cep_core::remote::RemoteMode;
+use cep_core::remote::{OnFailure, Resolver};
+use cep_core::{Event, Schema, Sym, Value};
+use cep_remote::{DelayConfig, DelayResolver};
+use cep_runtime::job::RemoteSpec;
+use cep_runtime::{Output, Runtime};
+
+/// The encounter query of `cargo xtask ais` (LANGUAGE.md §8): per vessel,
+/// three strictly contiguous reports above 5 knots, the middle one near
+/// another vessel.
+pub const ENCOUNTER: &str = "REMOTE near(mmsi int, lat float, lon float, ts int);\n\
+QUERY encounter PATTERN SEQ(AIS x, AIS y, AIS z) WHERE strict-contiguity AND [mmsi] AND x.speed > 5 \
+AND y.speed > 5 AND z.speed > 5 AND near(y.mmsi, y.lat, y.lon, y.ts)\n";
+
+/// One AIS message, as `cargo xtask ais` generates it.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct AisRow {
+    /// Milliseconds from the start.
+    pub ts: i64,
+    pub mmsi: i64,
+    pub lat: f64,
+    pub lon: f64,
+    /// Knots.
+    pub speed: f64,
+}
+
+/// The fields of an `AIS` event, in this order.
+pub fn schema() -> Schema {
+    let mut s = Schema::new();
+    for name in ["mmsi", "lat", "lon", "speed"] {
+        s.field(name);
+    }
+    s
+}
+
+/// `rows` as `AIS` events of [`schema`], numbered from 0.
+pub fn events(rows: &[AisRow]) -> Vec<Event> {
+    let ty = Sym::new("AIS");
+    rows.iter()
+        .enumerate()
+        .map(|(i, r)| {
+            let fields = vec![Value::Int(r.mmsi), Value::Float(r.lat), Value::Float(r.lon), Value::Float(r.speed)];
+            Event::new(ty, r.ts, i as u64, fields)
+        })
+        .collect()
+}
+
+/// The rows of the first vessels (by MMSI) that hold at least `n` rows
+/// together, in the stream's order. Why not the first `n` rows: they are
+/// the first minute's reports of `n` vessels, with no sequence in them;
+/// whole tracks keep the query's per-vessel shape at every size.
+pub fn first_tracks(rows: &[AisRow], n: usize) -> Vec<AisRow> {
+    let mut per: std::collections::BTreeMap<i64, usize> = std::collections::BTreeMap::new();
+    for r in rows {
+        *per.entry(r.mmsi).or_default() += 1;
+    }
+    let mut total = 0;
+    let mut last = i64::MIN;
+    for (&mmsi, &count) in &per {
+        if total >= n {
+            break;
+        }
+        total += count;
+        last = mmsi;
+    }
+    rows.iter().filter(|r| r.mmsi <= last).copied().collect()
+}
+
+/// A point of the grid.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct Cell {
+    /// Communication delay of one batch (request and reply).
+    pub comm: Duration,
+    /// Evaluation delay of one call.
+    pub eval: Duration,
+    /// The fraction of calls answered true.
+    pub ratio: f64,
+}
+
+/// One run of the query in one mode over one cell.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct CellRun {
+    /// Events pushed.
+    pub events: u64,
+    /// Matches emitted.
+    pub matches: u64,
+    /// A hash of the sorted output lines: equal across modes, or a mode
+    /// is wrong.
+    pub digest: u64,
+    /// Wall-clock seconds from the first push to the end of `finish`
+    /// (lazy: every parked match settled).
+    pub seconds: f64,
+    /// Calls the service evaluated.
+    pub calls: u64,
+}
+
+/// The resolver of a cell in `mode` (see the module doc).
+fn resolver(cell: Cell, mode: RemoteMode, calls: Arc<AtomicU64>) -> Box<dyn Resolver> {
+    let linger = if mode == RemoteMode::Lazy { Duration::from_millis(1) } else { Duration::ZERO };
+    let config = DelayConfig::default()
+        .with_comm(cell.comm, Duration::ZERO)
+        .with_eval(cell.eval, Duration::ZERO)
+        .with_batching(64, linger)
+        .with_max_in_flight(1024);
+    let p = cell.ratio;
+    Box::new(DelayResolver::new(config, move |_func: u16, a: &[Value]| {
+        calls.fetch_add(1, Ordering::Relaxed);
+        match (a[0], a[1], a[2], a[3]) {
+            (Value::Int(m), Value::Float(lat), Value::Float(lon), Value::Int(ts)) => {
+                cep_geo::ratio_answer(p, m, lat, lon, ts)
+            }
+            _ => false,
+        }
+    }))
+}
+
+/// Runs `query` (with `near` as in [`resolver`] when `cell` is given)
+/// over `events` on one thread. With `keep`, the output lines are kept
+/// and hashed (the digest); without, matches are taken as records and
+/// only counted (digest 0), so that a query with many matches measures
+/// matching rather than the formatting and copying of its output.
+fn run(query: &str, events: &[Event], cell: Option<(Cell, RemoteMode)>, keep: bool) -> CellRun {
+    let calls = Arc::new(AtomicU64::new(0));
+    let lines = Arc::new(Mutex::new(Vec::new()));
+    let count = Arc::new(AtomicU64::new(0));
+    let (seen, counted_lines) = (lines.clone(), count.clone());
+    let mut b = Runtime::builder().query(query).schema(schema()).threads(1);
+    if let Some((cell, mode)) = cell {
+        let counted = calls.clone();
+        let make = Arc::new(move || Ok(resolver(cell, mode, counted.clone())));
+        let functions = vec![("near".to_owned(), "in-process".to_owned())];
+        b = b.remote(RemoteSpec::new(functions, make, OnFailure::Fail).with_mode(mode));
+    }
+    let output = if keep {
+        Output::Lines(Box::new(move |l: &str| {
+            counted_lines.fetch_add(1, Ordering::Relaxed);
+            seen.lock().expect("not poisoned").push(l.to_owned());
+        }))
+    } else {
+        // Records: no JSON line is formatted for a match only counted.
+        Output::Records(Box::new(move |_| {
+            counted_lines.fetch_add(1, Ordering::Relaxed);
+        }))
+    };
+    let mut rt = b.build(output).expect("the W7 query builds");
+    let t = Instant::now();
+    for e in events {
+        rt.push(e).expect("an event in order");
+    }
+    rt.finish().expect("the run ends");
+    let seconds = t.elapsed().as_secs_f64();
+    let mut lines = std::mem::take(&mut *lines.lock().expect("not poisoned"));
+    lines.sort_unstable();
+    let mut h = DefaultHasher::new();
+    lines.hash(&mut h);
+    CellRun {
+        events: events.len() as u64,
+        matches: count.load(Ordering::Relaxed),
+        digest: if keep { h.finish() } else { 0 },
+        seconds,
+        calls: calls.load(Ordering::Relaxed),
+    }
+}
+
+/// The encounter query over `events` with `near` answered as `cell` says,
+/// runs waiting for answers as `mode` says.
+pub fn run_cell(events: &[Event], cell: Cell, mode: RemoteMode) -> CellRun {
+    run(ENCOUNTER, events, Some((cell, mode)), true)
+}
+
+/// Wayeb's speed-violation pattern, `n` copies with thresholds 5.0, 5.1,
+/// … knots (different, so that no two queries are the same one).
+pub fn speed_violations(n: usize) -> String {
+    (0..n)
+        .map(|i| {
+            let t = 5.0 + 0.1 * i as f64;
+            format!(
+                "QUERY sv{i} PATTERN SEQ(AIS a, AIS b) WHERE strict-contiguity AND [mmsi] \
+                 AND a.speed > {t:.1} AND b.speed > {t:.1};\n"
+            )
+        })
+        .collect()
+}
+
+/// The `n` speed-violation patterns over `events` (no remote function),
+/// their matches counted, not kept (digest 0).
+pub fn run_patterns(events: &[Event], n: usize) -> CellRun {
+    run(&speed_violations(n), events, None, false)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn rows(vessels: i64, minutes: i64) -> Vec<AisRow> {
+        let mut out = Vec::new();
+        for m in 0..minutes {
+            for v in 0..vessels {
+                let speed = if (v + m) % 5 == 0 { 3.0 } else { 8.0 + v as f64 * 0.3 };
+                out.push(AisRow { ts: m * 60_000 + v, mmsi: 1000 + v, lat: 48.0, lon: -4.5 + v as f64 * 0.01, speed });
+            }
+        }
+        out
+    }
+
+    #[test]
+    fn blocking_and_lazy_agree_and_the_ratio_is_the_cells() {
+        let ev = events(&rows(8, 30));
+        let cell = Cell { comm: Duration::from_micros(50), eval: Duration::from_micros(10), ratio: 0.5 };
+        let b = run_cell(&ev, cell, RemoteMode::Blocking);
+        let l = run_cell(&ev, cell, RemoteMode::Lazy);
+        assert_eq!((b.matches, b.digest), (l.matches, l.digest));
+        assert!(b.matches > 0 && b.calls > b.matches, "{b:?}");
+        let none = run_cell(&ev, Cell { ratio: 0.0, ..cell }, RemoteMode::Lazy);
+        assert_eq!(none.matches, 0);
+    }
+
+    #[test]
+    fn first_tracks_keep_whole_vessels() {
+        let all = rows(8, 30);
+        let some = first_tracks(&all, 45);
+        assert_eq!(some.len(), 60, "two whole tracks of 30");
+        assert!(some.iter().all(|r| r.mmsi < 1002));
+    }
+
+    #[test]
+    fn patterns_are_distinct_and_grow() {
+        assert_eq!(speed_violations(3).lines().count(), 3);
+        let ev = events(&rows(8, 30));
+        let (one, ten) = (run_patterns(&ev, 1), run_patterns(&ev, 10));
+        assert!(one.matches > 0 && ten.matches > one.matches, "{one:?} {ten:?}");
+    }
+}
