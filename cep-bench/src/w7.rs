@@ -124,7 +124,9 @@ pub struct CellRun {
 
 /// The resolver of a cell in `mode` (see the module doc).
 fn resolver(cell: Cell, mode: RemoteMode, calls: Arc<AtomicU64>) -> Box<dyn Resolver> {
-    let linger = if mode == RemoteMode::Lazy { Duration::from_millis(1) } else { Duration::ZERO };
+    // Blocking sends each call as it is made (the shard waits); lazy and
+    // auto (which may be lazy) let calls fill batches for a millisecond.
+    let linger = if mode == RemoteMode::Blocking { Duration::ZERO } else { Duration::from_millis(1) };
     let config = DelayConfig::default()
         .with_comm(cell.comm, Duration::ZERO)
         .with_eval(cell.eval, Duration::ZERO)

@@ -103,6 +103,19 @@ pub struct RemoteStats {
     pub retries: u64,
     /// Calls answered [`Answer::Failed`].
     pub failures: u64,
+    /// The mean time a request takes, from leaving to its reply
+    /// (exponentially weighted), in nanoseconds; 0 before the first, and
+    /// for a resolver that answers at once. What a blocking call would
+    /// wait, without the time a call waits to fill a batch.
+    pub round_trip_ns: u64,
+    /// Round trips measured (0: `round_trip_ns` says nothing yet).
+    pub round_trips: u64,
+}
+
+/// The exponentially weighted mean of [`RemoteStats::round_trip_ns`]:
+/// `mean` moved a tenth of the way to `sample` (`sample` itself first).
+pub fn mean_round_trip(mean: u64, sample: u64) -> u64 {
+    if mean == 0 { sample } else { mean - mean / 10 + sample / 10 }
 }
 
 /// Answers remote calls for one shard.
@@ -172,6 +185,8 @@ impl<F: FnMut(u16, &[Value]) -> bool + Send> FnResolver<F> {
 impl<F: FnMut(u16, &[Value]) -> bool + Send> Resolver for FnResolver<F> {
     fn submit(&mut self, call: Call) {
         self.stats.calls += 1;
+        // Answered at once: a round trip of no time.
+        self.stats.round_trips += 1;
         let value = (self.f)(call.func, &call.args);
         self.ready.push((call.id, Answer::Value(value)));
     }
@@ -499,6 +514,13 @@ impl RemoteLink {
     /// Why the run must stop, after a call failed under [`OnFailure::Fail`].
     pub fn failure(&self) -> Option<String> {
         self.failure.lock().clone()
+    }
+
+    /// The resolver's mean request round trip (see
+    /// [`RemoteStats::round_trip_ns`]), once one was measured.
+    pub fn round_trip(&self) -> Option<Duration> {
+        let s = self.resolver.lock().stats();
+        (s.round_trips > 0).then(|| Duration::from_nanos(s.round_trip_ns))
     }
 
     /// Counts so far.

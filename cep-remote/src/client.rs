@@ -35,6 +35,10 @@ use crate::wire::{WireCall, decode_reply, encode_request};
 pub(crate) struct Counters {
     pub batches: AtomicU64,
     pub retries: AtomicU64,
+    /// Mean request round trip, nanoseconds (`mean_round_trip`), and how
+    /// many were measured.
+    pub round_trip_ns: AtomicU64,
+    pub round_trips: AtomicU64,
     /// Jobs received and not yet answered (queued or in a request).
     open_jobs: AtomicUsize,
 }
@@ -192,6 +196,7 @@ impl Worker {
         loop {
             let batch = self.next_batch().await;
             self.counters.batches.fetch_add(1, Ordering::Relaxed);
+            let sent = Instant::now();
             let outcome = match tokio::time::timeout(self.settings.timeout, self.attempt(&mut conn, &batch)).await {
                 Ok(outcome) => outcome,
                 Err(_) => {
@@ -200,6 +205,10 @@ impl Worker {
                     Err(self.failure(CallErrorKind::Timeout, format!("no reply within {:?}", self.settings.timeout)))
                 }
             };
+            let took = u64::try_from(sent.elapsed().as_nanos()).unwrap_or(u64::MAX);
+            let mean = self.counters.round_trip_ns.load(Ordering::Relaxed);
+            self.counters.round_trip_ns.store(cep_core::remote::mean_round_trip(mean, took), Ordering::Relaxed);
+            self.counters.round_trips.fetch_add(1, Ordering::Relaxed);
             match outcome {
                 Ok(values) => {
                     let mut retry = Vec::new();

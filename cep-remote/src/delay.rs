@@ -153,6 +153,9 @@ pub struct DelayResolver<F> {
     sent: Vec<Sent>,
     rng: SplitMix64,
     batches: u64,
+    /// Mean simulated round trip, nanoseconds, and how many were measured.
+    round_trip_ns: u64,
+    round_trips: u64,
 }
 
 impl<F> fmt::Debug for DelayResolver<F> {
@@ -182,6 +185,8 @@ impl<F: FnMut(u16, &[Value]) -> bool + Send> DelayResolver<F> {
             opened_at: Instant::now(),
             sent: Vec::new(),
             batches: 0,
+            round_trip_ns: 0,
+            round_trips: 0,
         }
     }
 
@@ -222,6 +227,9 @@ impl<F: FnMut(u16, &[Value]) -> bool + Send> DelayResolver<F> {
             }
         }
         self.batches += 1;
+        let took = u64::try_from(delay.as_nanos()).unwrap_or(u64::MAX);
+        self.round_trip_ns = cep_core::remote::mean_round_trip(self.round_trip_ns, took);
+        self.round_trips += 1;
         self.sent.push(Sent { ready_at: later(now, delay), answers });
     }
 
@@ -264,6 +272,12 @@ impl<F: FnMut(u16, &[Value]) -> bool + Send> Resolver for DelayResolver<F> {
     fn wait(&mut self, answers: &mut Vec<(CallId, Answer)>, timeout: Duration) {
         let mut now = Instant::now();
         let deadline = now.checked_add(timeout);
+        self.advance(now);
+        // A shard that waits makes no more calls: the open batch leaves now
+        // (as `HttpResolver` sends what it queued), not after the linger.
+        if !self.open.is_empty() && !self.ledger.has_ready() {
+            self.dispatch(now);
+        }
         loop {
             self.advance(now);
             if self.ledger.has_ready() || self.ledger.outstanding() == 0 {
@@ -287,7 +301,12 @@ impl<F: FnMut(u16, &[Value]) -> bool + Send> Resolver for DelayResolver<F> {
     }
 
     fn stats(&self) -> RemoteStats {
-        RemoteStats { batches: self.batches, ..self.ledger.stats() }
+        RemoteStats {
+            batches: self.batches,
+            round_trip_ns: self.round_trip_ns,
+            round_trips: self.round_trips,
+            ..self.ledger.stats()
+        }
     }
 }
 

@@ -139,6 +139,8 @@ impl Resolver for HttpResolver {
         RemoteStats {
             batches: self.counters.batches.load(Ordering::Relaxed),
             retries: self.counters.retries.load(Ordering::Relaxed),
+            round_trip_ns: self.counters.round_trip_ns.load(Ordering::Relaxed),
+            round_trips: self.counters.round_trips.load(Ordering::Relaxed),
             ..self.ledger.stats()
         }
     }

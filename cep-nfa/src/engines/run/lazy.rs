@@ -16,7 +16,7 @@
 //! matches that become final together, which parked matches do not. Those
 //! queries stay blocking ([`lazy_fits`]).
 
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use ahash::AHashMap;
 use cep_core::Value;
@@ -33,33 +33,21 @@ use super::step::ask_remote;
 /// The fewest answers between two early settlements.
 const EARLY_EVERY: usize = 64;
 
-/// `auto` makes new calls lazily while answers take longer than this on
-/// average, and waits for them below it: an answer that comes back about as
-/// fast as the engine handles an event costs less to wait for than to
-/// carry as a debt (see docs/perf-log.md, W7).
+/// `auto` makes new calls lazily while the resolver's requests take longer
+/// than this on average, and waits for the answers below it: an answer
+/// that comes back about as fast as the engine handles an event costs less
+/// to wait for than to carry as a debt (W7 in docs/perf-log.md: with no
+/// delay blocking runs 1.4–1.6× lazy; with 100 µs lazy runs 20× blocking
+/// and more).
 const AUTO_LAZY_ABOVE: Duration = Duration::from_micros(5);
 
-/// Calls between two choices of `auto`.
+/// Remote steps between two choices of `auto`.
 const AUTO_EVERY: u64 = 64;
 
-/// What `auto` measures: when each lazy call left, and the answer delay.
+/// What `auto` counts: the remote steps since it last chose.
 #[derive(Debug, Default)]
 struct AutoMode {
-    sent: AHashMap<u64, Instant>,
-    /// Mean answer delay (exponentially weighted), nanoseconds.
-    delay_ns: f64,
-    seen: u64,
-}
-
-impl AutoMode {
-    /// Notes an answer delay; every [`AUTO_EVERY`] answers, whether calls
-    /// should be lazy.
-    fn note(&mut self, delay: Duration) -> Option<bool> {
-        let d = delay.as_nanos() as f64;
-        self.delay_ns = if self.seen == 0 { d } else { 0.9 * self.delay_ns + 0.1 * d };
-        self.seen += 1;
-        (self.seen % AUTO_EVERY == 0).then(|| self.delay_ns > AUTO_LAZY_ABOVE.as_nanos() as f64)
-    }
+    steps: u64,
 }
 
 /// An engine's lazy state: its owner number at the link, the answers its
@@ -127,9 +115,10 @@ impl<E: StreamEvent> Engine<E> {
     }
 
     /// `--remote-mode auto`: where lazy evaluation gives the same matches
-    /// ([`lazy_fits`]), new calls are made lazily while the measured
-    /// answer delay is above a few microseconds and blocking below
-    /// (re-chosen every 64 answers); elsewhere calls stay blocking.
+    /// ([`lazy_fits`]), new calls are made lazily while the resolver's
+    /// mean request round trip is above a few microseconds and blocking
+    /// below (re-chosen every 64 remote steps, lazy at first); elsewhere
+    /// calls stay blocking.
     /// Returns whether the query may be lazy.
     pub fn set_auto(&mut self) -> bool {
         if !self.set_lazy() {
@@ -155,15 +144,8 @@ impl<E: StreamEvent> Engine<E> {
         link.drain(lazy.owner, &mut lazy.got, wait);
         let news = !lazy.got.is_empty();
         lazy.since_check += lazy.got.len();
-        let now = lazy.auto.as_ref().filter(|_| news).map(|_| Instant::now());
         for (id, v) in lazy.got.drain(..) {
             lazy.outstanding.remove(&id.0);
-            if let (Some(auto), Some(now)) = (lazy.auto.as_mut(), now)
-                && let Some(t) = auto.sent.remove(&id.0)
-                && let Some(lazy_now) = auto.note(now.saturating_duration_since(t))
-            {
-                lazy.active = lazy_now;
-            }
             if self.buffer.owes(id.0) {
                 lazy.answers.insert(id.0, v);
             }
@@ -295,6 +277,22 @@ impl<E: StreamEvent> Engine<E> {
     }
 }
 
+impl Lazy {
+    /// Under `auto`, every [`AUTO_EVERY`] remote steps: lazy while the
+    /// resolver's mean request round trip (which leaves out the time a call
+    /// waits to fill a batch) is above [`AUTO_LAZY_ABOVE`].
+    #[inline]
+    fn choose(&mut self, link: &RemoteLink) {
+        let Some(auto) = self.auto.as_mut() else { return };
+        auto.steps += 1;
+        if auto.steps % AUTO_EVERY == 0
+            && let Some(round_trip) = link.round_trip()
+        {
+            self.active = round_trip > AUTO_LAZY_ABOVE;
+        }
+    }
+}
+
 fn settle(debts: &[Debt], answers: &AHashMap<u64, Verdict>) -> Settled {
     let (mut open, mut unverified) = (false, false);
     for d in debts {
@@ -326,31 +324,16 @@ pub(super) fn remote_step<E>(
         return Some((false, None));
     }
     match (lazy, link) {
-        (Some(lazy), Some(link)) if lazy.active => Some((false, Some(owe_calls(link, lazy, conds, frame, regs)))),
-        (Some(lazy), Some(link)) => timed_blocking(link, lazy, prog, j, frame, regs),
+        (Some(lazy), Some(link)) => {
+            lazy.choose(link);
+            if lazy.active {
+                Some((false, Some(owe_calls(link, lazy, conds, frame, regs))))
+            } else {
+                ask_remote(Some(link), prog, j, frame, regs).map(|u| (u, None))
+            }
+        }
         (_, link) => ask_remote(link, prog, j, frame, regs).map(|u| (u, None)),
     }
-}
-
-/// A blocking step under `auto`, its answer delay measured.
-#[inline(never)]
-fn timed_blocking<E>(
-    link: &RemoteLink,
-    lazy: &mut Lazy,
-    prog: &Program<E>,
-    j: usize,
-    frame: &[Value],
-    regs: &[Value],
-) -> Option<(bool, Option<Box<[Debt]>>)> {
-    let started = Instant::now();
-    let out = ask_remote(Some(link), prog, j, frame, regs).map(|u| (u, None));
-    let calls = prog.elements[j].remote.len().max(1) as u32;
-    if let Some(auto) = lazy.auto.as_mut()
-        && let Some(lazy_now) = auto.note(started.elapsed() / calls)
-    {
-        lazy.active = lazy_now;
-    }
-    out
 }
 
 #[inline(never)]
@@ -361,9 +344,6 @@ fn owe_calls(link: &RemoteLink, lazy: &mut Lazy, conds: &[RemoteCond], frame: &[
             let args: Vec<Value> = c.args.iter().map(|f| f(frame, regs)).collect();
             let id = link.submit(lazy.owner, c.func, args.clone());
             lazy.outstanding.insert(id.0, (c.func, args));
-            if let Some(auto) = lazy.auto.as_mut() {
-                auto.sent.insert(id.0, Instant::now());
-            }
             Debt { call: id.0, want: !c.negated }
         })
         .collect()

@@ -206,7 +206,7 @@ pub fn markdown(cells: &[CellResult]) -> String {
     let over_max = cells.iter().filter(|c| c.max_curve.is_finite() && c.events_per_sec[1] > c.max_curve).count();
     s.push_str(&format!(
         "\nLazy beats blocking in {} of {} cells{}. Auto is within 5 % of the better mode in {auto_ok} of {} \
-         (auto is blocking today). Lazy is above the max curve in {over_max} of {} cells with a delay.\n\
+         (auto: lazy while answers take more than 5 µs). Lazy is above the max curve in {over_max} of {} cells with a delay.\n\
          Max curve = events / (calls × (comm + eval)): the paper's 1 / (comm + eval) calls/s times the cell's events per call.\n\n",
         wins.len(),
         cells.len(),
