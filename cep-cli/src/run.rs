@@ -119,7 +119,9 @@ pub struct RunArgs {
     #[arg(long, value_name = "NAME=URL")]
     remote: Vec<String>,
     /// How runs wait for remote answers: blocking (a run waits for its
-    /// answer), lazy or auto (the default; chooses per call).
+    /// answer), lazy (it goes on owing it; the match is settled when final)
+    /// or auto (the default: lazy while the service's round trip is above
+    /// a few microseconds, per query where lazy gives the same matches).
     #[arg(long, value_name = "blocking|lazy|auto", default_value = "auto")]
     remote_mode: String,
     /// A remote call with no answer after this long is retried (3 times).
