@@ -294,6 +294,9 @@ pub struct RemoteLink {
     policy: OnFailure,
     next: std::sync::atomic::AtomicU64,
     failure: parking_lot::Mutex<Option<String>>,
+    /// Set with `failure`: shared with whoever watches several links (a
+    /// job checks it between events, so it must cost one load).
+    failed: std::sync::Arc<std::sync::atomic::AtomicBool>,
     dropped: std::sync::atomic::AtomicU64,
     unverified: std::sync::atomic::AtomicU64,
     /// Final matches whose debts were settled: paid, refused.
@@ -348,6 +351,33 @@ pub struct LinkStats {
     pub dropped_early: u64,
 }
 
+impl RemoteStats {
+    /// Adds `other`'s counts (the round trip is not a count: the larger
+    /// mean is kept).
+    pub fn add(&mut self, other: &RemoteStats) {
+        self.calls += other.calls;
+        self.cache_hits += other.cache_hits;
+        self.coalesced += other.coalesced;
+        self.batches += other.batches;
+        self.retries += other.retries;
+        self.failures += other.failures;
+        self.round_trip_ns = self.round_trip_ns.max(other.round_trip_ns);
+        self.round_trips += other.round_trips;
+    }
+}
+
+impl LinkStats {
+    /// Adds `other`'s counts (the shards of a job, summed).
+    pub fn add(&mut self, other: &LinkStats) {
+        self.resolver.add(&other.resolver);
+        self.dropped += other.dropped;
+        self.unverified += other.unverified;
+        self.settled_true += other.settled_true;
+        self.settled_false += other.settled_false;
+        self.dropped_early += other.dropped_early;
+    }
+}
+
 impl RemoteLink {
     /// A link to `resolver`, whose function `i` is `functions[i]` (a name
     /// and where it is answered), failures handled by `policy`.
@@ -370,6 +400,7 @@ impl RemoteLink {
             policy,
             next: std::sync::atomic::AtomicU64::new(0),
             failure: parking_lot::Mutex::new(None),
+            failed: Default::default(),
             dropped: std::sync::atomic::AtomicU64::new(0),
             unverified: std::sync::atomic::AtomicU64::new(0),
             settled: Default::default(),
@@ -498,6 +529,7 @@ impl RemoteLink {
                 if failure.is_none() {
                     *failure = Some(format!("remote function `{name}` at {url} {e}"));
                 }
+                self.failed.store(true, std::sync::atomic::Ordering::Release);
                 Verdict::Fail
             }
             OnFailure::Drop => {
@@ -509,6 +541,13 @@ impl RemoteLink {
                 Verdict::Unverified(self.policy == OnFailure::True)
             }
         }
+    }
+
+    /// This link, raising `flag` too when a call fails under
+    /// [`OnFailure::Fail`] (a flag shared by the links of a job's shards).
+    pub fn with_failure_flag(mut self, flag: std::sync::Arc<std::sync::atomic::AtomicBool>) -> RemoteLink {
+        self.failed = flag;
+        self
     }
 
     /// Why the run must stop, after a call failed under [`OnFailure::Fail`].

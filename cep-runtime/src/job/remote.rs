@@ -49,6 +49,9 @@ pub struct RemoteSpec {
     /// Every link made, one per shard: the job reads a failure and the
     /// counts from them.
     links: Arc<Mutex<Vec<Arc<RemoteLink>>>>,
+    /// Raised by a link whose call failed under `fail`: what the job looks
+    /// at between events.
+    failed: Arc<std::sync::atomic::AtomicBool>,
 }
 
 impl std::fmt::Debug for RemoteSpec {
@@ -63,7 +66,14 @@ impl RemoteSpec {
     /// index, names compared without case), resolvers made by `make`, one
     /// per shard, failures handled by `on_failure`.
     pub fn new(functions: Vec<(String, String)>, make: MakeResolver, on_failure: OnFailure) -> RemoteSpec {
-        RemoteSpec { functions, make, on_failure, mode: RemoteMode::Auto, links: Arc::default() }
+        RemoteSpec {
+            functions,
+            make,
+            on_failure,
+            mode: RemoteMode::Auto,
+            links: Arc::default(),
+            failed: Arc::default(),
+        }
     }
 
     /// With runs waiting for answers as `mode` says (default
@@ -86,13 +96,18 @@ impl RemoteSpec {
     /// A new shard's link: its own resolver.
     pub(crate) fn link(&self) -> Result<Arc<RemoteLink>, JobError> {
         let resolver = (self.make)().map_err(|why| JobError::new(JobErrorKind::Remote(why)))?;
-        let link = Arc::new(RemoteLink::new(resolver, self.functions.clone(), self.on_failure));
+        let link = Arc::new(
+            RemoteLink::new(resolver, self.functions.clone(), self.on_failure).with_failure_flag(self.failed.clone()),
+        );
         self.links.lock().unwrap_or_else(std::sync::PoisonError::into_inner).push(link.clone());
         Ok(link)
     }
 
     /// Why the job must stop: a call failed under `--remote-failure fail`.
     pub fn failure(&self) -> Option<String> {
+        if !self.failed.load(std::sync::atomic::Ordering::Acquire) {
+            return None;
+        }
         self.links.lock().unwrap_or_else(std::sync::PoisonError::into_inner).iter().find_map(|l| l.failure())
     }
 
@@ -100,39 +115,9 @@ impl RemoteSpec {
     pub fn stats(&self) -> LinkStats {
         let mut all = LinkStats::default();
         for l in self.links.lock().unwrap_or_else(std::sync::PoisonError::into_inner).iter() {
-            let s = l.stats();
-            let (a, b) = (&mut all.resolver, s.resolver);
-            a.calls += b.calls;
-            a.cache_hits += b.cache_hits;
-            a.coalesced += b.coalesced;
-            a.batches += b.batches;
-            a.retries += b.retries;
-            a.failures += b.failures;
-            all.dropped += s.dropped;
-            all.unverified += s.unverified;
-            all.settled_true += s.settled_true;
-            all.settled_false += s.settled_false;
-            all.dropped_early += s.dropped_early;
+            all.add(&l.stats());
         }
         all
-    }
-
-    /// Points every remote condition of `programs` at its function's index
-    /// among [`functions`](Self::functions).
-    fn resolve<E>(&self, programs: &mut [Program<E>]) -> Result<(), JobError> {
-        for p in programs {
-            for c in p.elements.iter_mut().flat_map(|e| e.remote.iter_mut()) {
-                let Some(i) = self.functions.iter().position(|(name, _)| name.eq_ignore_ascii_case(&c.name)) else {
-                    return Err(JobError::new(JobErrorKind::Remote(format!(
-                        "query {} calls remote function `{}`, which no --remote says where to ask \
-                         (give --remote {}=URL)",
-                        p.name, c.name, c.name
-                    ))));
-                };
-                c.func = i as u16;
-            }
-        }
-        Ok(())
     }
 }
 
@@ -145,23 +130,24 @@ pub(crate) fn resolve<E>(
     programs: &mut [Program<E>],
     declared: &[RemoteFn],
 ) -> Result<(), JobError> {
-    let Some(spec) = spec else {
-        if let Some((p, c)) =
-            programs.iter().find_map(|p| p.elements.iter().flat_map(|e| &e.remote).next().map(|c| (p, c)))
-        {
-            return Err(JobError::new(JobErrorKind::Remote(format!(
-                "query {} calls remote function `{}`, which no --remote says where to ask (give --remote {}=URL)",
-                p.name, c.name, c.name
-            ))));
-        }
-        return Ok(());
-    };
-    for (name, _) in &spec.functions {
-        if !declared.iter().any(|d| d.name.eq_ignore_ascii_case(name)) {
-            return Err(JobError::new(JobErrorKind::Remote(format!(
-                "--remote {name}: no query declares `REMOTE {name}(…)`"
-            ))));
+    let functions = spec.map_or(&[][..], |s| &s.functions[..]);
+    if let Some((name, _)) =
+        functions.iter().find(|(name, _)| !declared.iter().any(|d| d.name.eq_ignore_ascii_case(name)))
+    {
+        return Err(JobError::new(JobErrorKind::Remote(format!(
+            "--remote {name}: no query declares `REMOTE {name}(…)`"
+        ))));
+    }
+    for p in programs {
+        for c in p.elements.iter_mut().flat_map(|e| e.remote.iter_mut()) {
+            let Some(i) = functions.iter().position(|(name, _)| name.eq_ignore_ascii_case(&c.name)) else {
+                return Err(JobError::new(JobErrorKind::Remote(format!(
+                    "query {} calls remote function `{}`, which no --remote says where to ask (give --remote {}=URL)",
+                    p.name, c.name, c.name
+                ))));
+            };
+            c.func = i as u16;
         }
     }
-    spec.resolve(programs)
+    Ok(())
 }

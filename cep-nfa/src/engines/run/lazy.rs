@@ -76,6 +76,15 @@ pub(super) struct Lazy {
     debts: Vec<Debt>,
 }
 
+/// What a binding owes to its element's remote conditions: whether one
+/// took the failure policy's value (blocking), and the calls whose answers
+/// it needs (lazy). Nothing for an element without remote conditions.
+#[derive(Debug, Default)]
+pub(super) struct Owed {
+    pub(super) unverified: bool,
+    pub(super) debts: Option<Box<[Debt]>>,
+}
+
 /// How a match's debts stand.
 enum Settled {
     /// All paid: emit it (`true`: one took the failure policy's value).
@@ -141,6 +150,13 @@ impl<E: StreamEvent> Engine<E> {
     #[inline(never)]
     pub(super) fn pump(&mut self, wait: Option<Duration>) {
         let (Some(lazy), Some(link)) = (self.lazy.as_deref_mut(), self.remote.as_deref()) else { return };
+        if lazy.outstanding.is_empty() && lazy.answers.is_empty() {
+            // No call of this engine in flight (auto while blocking, or
+            // all answered and forgotten): no answer can come, no debt is
+            // open, nothing is parked, so no lock need be taken.
+            debug_assert!(lazy.parked.is_empty());
+            return;
+        }
         link.drain(lazy.owner, &mut lazy.got, wait);
         let news = !lazy.got.is_empty();
         lazy.since_check += lazy.got.len();
@@ -307,9 +323,9 @@ fn settle(debts: &[Debt], answers: &AHashMap<u64, Verdict>) -> Settled {
 }
 
 /// Element `j`'s remote conditions on the candidate, as the engine's mode
-/// says: lazy, `Some((false, debts))`, the calls made without waiting;
-/// blocking, `Some((unverified, None))` when they hold and `None` when one
-/// does not (see [`ask_remote`]).
+/// says: lazy, the calls made without waiting and owed; blocking, `Some`
+/// when they hold (marked when one took the failure policy's value) and
+/// `None` when one does not (see [`ask_remote`]).
 #[inline]
 pub(super) fn remote_step<E>(
     link: Option<&RemoteLink>,
@@ -318,21 +334,22 @@ pub(super) fn remote_step<E>(
     j: usize,
     frame: &[Value],
     regs: &[Value],
-) -> Option<(bool, Option<Box<[Debt]>>)> {
+) -> Option<Owed> {
     let conds = &prog.elements[j].remote;
     if conds.is_empty() {
-        return Some((false, None));
+        return Some(Owed::default());
     }
+    let blocking = |link| ask_remote(link, prog, j, frame, regs).map(|unverified| Owed { unverified, debts: None });
     match (lazy, link) {
         (Some(lazy), Some(link)) => {
             lazy.choose(link);
             if lazy.active {
-                Some((false, Some(owe_calls(link, lazy, conds, frame, regs))))
+                Some(Owed { unverified: false, debts: Some(owe_calls(link, lazy, conds, frame, regs)) })
             } else {
-                ask_remote(Some(link), prog, j, frame, regs).map(|u| (u, None))
+                blocking(Some(link))
             }
         }
-        (_, link) => ask_remote(link, prog, j, frame, regs).map(|u| (u, None)),
+        (_, link) => blocking(link),
     }
 }
 

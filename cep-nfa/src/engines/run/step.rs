@@ -13,13 +13,13 @@ use std::cmp::Ordering;
 
 use cep_core::{Timestamp, Value};
 
-use crate::buffer::{Buffer, Debt, NIL};
+use crate::buffer::{Buffer, NIL};
 use crate::engines::api::StreamEvent;
 use crate::program::{FrameSlot, Program, RegOp, RegUpdate, RemoteCond, Strategy};
 use cep_core::remote::{RemoteLink, Verdict};
 
 use super::Engine;
-use super::lazy::remote_step;
+use super::lazy::{Owed, remote_step};
 use super::negation::{NegLog, negated_in_region};
 use super::runs::{Finals, Run, RunSet, deadlines, window_ok};
 
@@ -87,9 +87,9 @@ impl<E: StreamEvent> Engine<E> {
                 if self.acc >> j & 1 == 1
                     && t.frame.iter().all(|p| p(frame, regs))
                     && t.event.iter().all(|&c| (self.prog.elements[j].conds[c].pred)(e, frame, regs))
-                    && let Some((unverified, debts)) = self.start_remote(j)
+                    && let Some(owed) = self.start_remote(j)
                 {
-                    self.start(pid, e, j, ts, pos, row, unverified, debts);
+                    self.start(pid, e, j, ts, pos, row, owed);
                     started = true;
                 }
             }
@@ -175,9 +175,7 @@ impl<E: StreamEvent> Engine<E> {
                     if !conds_ok(prog, j, e, frame, regs, count_before) {
                         continue;
                     }
-                    let Some((unverified, debts)) =
-                        remote_step(remote.as_deref(), lazy.as_deref_mut(), prog, j, frame, regs)
-                    else {
+                    let Some(owed) = remote_step(remote.as_deref(), lazy.as_deref_mut(), prog, j, frame, regs) else {
                         continue;
                     };
                     relevant = true;
@@ -191,13 +189,9 @@ impl<E: StreamEvent> Engine<E> {
                     }
                     child_regs.copy_from_slice(regs);
                     let step = Step { frame, ts, pos, row };
-                    if let Some(mut child) =
-                        bind(prog, buffer, &part.log, step, e, child_regs, Some(&run), j, count_before)
+                    if let Some(child) =
+                        bind(prog, buffer, &part.log, step, e, child_regs, Some(&run), j, count_before, owed)
                     {
-                        child.unverified |= unverified;
-                        if let Some(d) = debts {
-                            buffer.set_debts(child.node, d);
-                        }
                         settle(prog, buffer, child, child_regs, &part.log, extra, &mut part.pending, done_runs);
                     }
                 }
@@ -242,7 +236,7 @@ impl<E: StreamEvent> Engine<E> {
     /// partial match: blocking, whether they hold (and one took the
     /// failure policy's value); lazy, the debts its binding owes.
     #[inline]
-    fn start_remote(&mut self, j: usize) -> Option<(bool, Option<Box<[Debt]>>)> {
+    fn start_remote(&mut self, j: usize) -> Option<Owed> {
         let (frame, regs) = (&self.frame[..], &self.null_regs[..]);
         remote_step(self.remote.as_deref(), self.lazy.as_deref_mut(), &self.prog, j, frame, regs)
     }
@@ -251,26 +245,12 @@ impl<E: StreamEvent> Engine<E> {
     /// hold).
     #[allow(clippy::too_many_arguments)]
     #[inline(never)]
-    pub(super) fn start(
-        &mut self,
-        pid: u32,
-        e: &E,
-        j: usize,
-        ts: Timestamp,
-        pos: u64,
-        row: u64,
-        unverified: bool,
-        debts: Option<Box<[Debt]>>,
-    ) {
+    pub(super) fn start(&mut self, pid: u32, e: &E, j: usize, ts: Timestamp, pos: u64, row: u64, owed: Owed) {
         let Engine { prog, parts, buffer, frame, null_regs, child_regs, extra, done_runs, .. } = self;
         let part = &mut parts[pid as usize];
         child_regs.copy_from_slice(null_regs);
         let step = Step { frame, ts, pos, row };
-        if let Some(mut child) = bind(prog, buffer, &part.log, step, e, child_regs, None, j, 0) {
-            child.unverified = unverified;
-            if let Some(d) = debts {
-                buffer.set_debts(child.node, d);
-            }
+        if let Some(child) = bind(prog, buffer, &part.log, step, e, child_regs, None, j, 0, owed) {
             settle(prog, buffer, child, child_regs, &part.log, extra, &mut part.pending, done_runs);
         }
     }
@@ -373,7 +353,8 @@ pub(super) fn conds_ok<E>(
 
 /// Binds the event to element `j` as a child of `from` (or as a new
 /// partial match): sets negation regions, runs deferred negation checks,
-/// updates the registers and adds a buffer node. `None` when a deferred
+/// updates the registers and adds a buffer node, which records what the
+/// binding owes to remote conditions (`owed`). `None` when a deferred
 /// negation rules the binding out.
 #[allow(clippy::too_many_arguments)]
 pub(super) fn bind<E>(
@@ -386,6 +367,7 @@ pub(super) fn bind<E>(
     from: Option<&Run>,
     j: usize,
     count_before: u32,
+    owed: Owed,
 ) -> Option<Run> {
     if let Some(r) = from {
         let k = r.elem as usize;
@@ -420,6 +402,9 @@ pub(super) fn bind<E>(
         // An `EMIT x.*` item names this element: keep the event's object.
         buffer.set_object(node, object(e));
     }
+    if let Some(debts) = owed.debts {
+        buffer.set_debts(node, debts);
+    }
     let mut run = Run {
         elem: j as u16,
         block_at: u16::MAX,
@@ -431,7 +416,7 @@ pub(super) fn bind<E>(
         expires: Timestamp::MAX,
         expires_pos: u64::MAX,
         node,
-        unverified: from.is_some_and(|r| r.unverified),
+        unverified: owed.unverified || from.is_some_and(|r| r.unverified),
     };
     (run.expires, run.expires_pos) = deadlines(prog, &run);
     Some(run)
