@@ -83,7 +83,8 @@ fn ais_csv(vessels: i64, minutes: i64) -> String {
     let mut rows = Vec::new();
     for m in 0..minutes {
         for v in 0..vessels {
-            // Vessels in pairs on nearby tracks: even ones drift away.
+            // Vessels in pairs on nearby tracks: the odd one of a pair
+            // drifts away (faster for some pairs, not at all for others).
             let pair = v / 2;
             let drift = if v % 2 == 0 { 0.0 } else { 0.001 * (m as f64) * ((pair % 3) as f64) };
             let lat = 48.0 + 0.01 * pair as f64 + drift;

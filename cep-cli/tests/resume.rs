@@ -280,8 +280,9 @@ fn resume_on_two_threads_with_string_keys() {
 }
 
 /// A resumed run reopens the file at the checkpoint's byte offset, and its
-/// checkpoints hash on from there: killed again after resuming, it resumes
-/// again from a checkpoint of its own, with the same output. That
+/// checkpoints hash on from there: resumed again from a checkpoint the
+/// resumed run took (its hash checked against the whole file), it gives
+/// the same output. That
 /// checkpoint was taken while a line the first run wrote at the end (a tick
 /// held for `--max-delay`) was still to come: the checkpoint keeps it as
 /// pending, and the last run writes it once.

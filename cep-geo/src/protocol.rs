@@ -94,10 +94,26 @@ struct RawCall {
 }
 
 /// Reads a request body into calls, checking each call's arity, types and
-/// coordinates (any error refuses the whole request).
+/// coordinates. A body that is not the protocol's, or whose calls are all
+/// bad, is an error (the first call's). A bad call among good ones is left
+/// out: its id gets no result, so that the client fails that call alone
+/// rather than every call batched with it (a `null` argument, or a
+/// coordinate AIS uses for "not available", must not sink its neighbours).
 pub fn parse_request(body: &[u8]) -> Result<Vec<NearCall>, ProtocolError> {
     let raw: RawRequest = serde_json::from_slice(body).map_err(|e| ProtocolError::Json(e.to_string()))?;
-    raw.calls.into_iter().map(parse_call).collect()
+    let (mut calls, mut first_error) = (Vec::with_capacity(raw.calls.len()), None);
+    for call in raw.calls {
+        match parse_call(call) {
+            Ok(c) => calls.push(c),
+            Err(e) => {
+                first_error.get_or_insert(e);
+            }
+        }
+    }
+    match first_error {
+        Some(e) if calls.is_empty() => Err(e),
+        _ => Ok(calls),
+    }
 }
 
 fn parse_call(call: RawCall) -> Result<NearCall, ProtocolError> {
@@ -162,5 +178,9 @@ mod tests {
         assert!(matches!(e, ProtocolError::Type { param: "lat", .. }), "{e}");
         let e = parse_request(br#"{"calls":[{"id":2,"args":[1,91,3,4]}]}"#).unwrap_err();
         assert!(matches!(e, ProtocolError::Query { .. }), "{e}");
+        // Among good calls, a bad one is left out (it gets no result).
+        let calls = parse_request(br#"{"calls":[{"id":1,"args":[1,48.4,-4.5,9]},{"id":2,"args":[1,null,3,4]},{"id":3,"args":[2,48.4,-4.5,9]}]}"#)
+            .unwrap();
+        assert_eq!(calls.iter().map(|c| c.id).collect::<Vec<_>>(), [1, 3]);
     }
 }

@@ -62,8 +62,12 @@ pub async fn serve(listener: TcpListener, service: Arc<Service>, stop: impl Futu
             a = listener.accept() => a,
         };
         // An accept error (a reset before accept, too many open files) is
-        // the one connection's; the server goes on.
-        let Ok((stream, _peer)) = accepted else { continue };
+        // the one connection's; the server goes on, after a pause, so that
+        // an error that lasts (no file descriptor left) does not spin.
+        let Ok((stream, _peer)) = accepted else {
+            tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+            continue;
+        };
         let _ = stream.set_nodelay(true);
         let service = Arc::clone(&service);
         let in_flight = Arc::clone(&in_flight);

@@ -205,10 +205,19 @@ impl Worker {
                     Err(self.failure(CallErrorKind::Timeout, format!("no reply within {:?}", self.settings.timeout)))
                 }
             };
-            let took = u64::try_from(sent.elapsed().as_nanos()).unwrap_or(u64::MAX);
-            let mean = self.counters.round_trip_ns.load(Ordering::Relaxed);
-            self.counters.round_trip_ns.store(cep_core::remote::mean_round_trip(mean, took), Ordering::Relaxed);
-            self.counters.round_trips.fetch_add(1, Ordering::Relaxed);
+            // The service's round trip: replies only (a refused connection
+            // takes no time, a timeout the timeout, neither says how long
+            // the service takes to answer).
+            let replied = match &outcome {
+                Ok(_) => true,
+                Err(f) => matches!(f.kind, CallErrorKind::Status(_) | CallErrorKind::Protocol),
+            };
+            if replied {
+                let took = u64::try_from(sent.elapsed().as_nanos()).unwrap_or(u64::MAX);
+                let mean = self.counters.round_trip_ns.load(Ordering::Relaxed);
+                self.counters.round_trip_ns.store(cep_core::remote::mean_round_trip(mean, took), Ordering::Relaxed);
+                self.counters.round_trips.fetch_add(1, Ordering::Relaxed);
+            }
             match outcome {
                 Ok(values) => {
                     let mut retry = Vec::new();

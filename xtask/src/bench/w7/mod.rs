@@ -127,11 +127,6 @@ mod tests {
     use super::*;
 
     #[test]
-    fn the_query_is_the_generators() {
-        assert_eq!(cep_bench::w7::ENCOUNTER, ais::ENCOUNTER_QUERY);
-    }
-
-    #[test]
     fn only_picks_parts() {
         assert_eq!(selected(None), PARTS);
         assert_eq!(selected(Some("W7")), PARTS);
