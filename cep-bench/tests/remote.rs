@@ -315,3 +315,48 @@ fn auto_follows_the_answer_delay() {
         assert_eq!(sorted(got), want);
     }
 }
+
+/// `auto` chooses per function: with `f` answered after a millisecond and
+/// `g` at once, it carries `f`'s answers as debts and waits for `g`'s (an
+/// element with both asks `g` first, then owes `f`); the matches are the
+/// reference's.
+#[test]
+fn auto_chooses_per_function() {
+    fn fg(func: u16, args: &[Value]) -> bool {
+        match (func, args[0], args[1]) {
+            (0, ..) => f(func, args),
+            (_, Value::Int(x), Value::Int(y)) => (x + 2 * y) % 3 == 0,
+            _ => false,
+        }
+    }
+    let mut rng = cep_testkit::XorShift64::new(0xF6);
+    let specs: Vec<cep_testkit::arb::EventSpec> = (0..1500)
+        .map(|_| {
+            let ty = ["A", "B"][(rng.next_u64() % 2) as usize];
+            (ty, 1, Some((rng.next_u64() % 4) as i64), Some((rng.next_u64() % 6) as i64), (rng.next_u64() % 4) as i64)
+        })
+        .collect();
+    let (events, schema) = cep_testkit::arb::build_events(&specs);
+    let text = "REMOTE f(a int, b int);\nREMOTE g(a int, b int);\n\
+                PATTERN SEQ(A a, B b) WHERE strict-contiguity AND [k] AND f(b.x, b.y) AND NOT g(a.x, b.y)";
+    let file = parse(text).unwrap();
+    let compiled = compile(text, &mut schema.clone(), &Options::default()).unwrap();
+    let want = sorted(run_with_remote(&file.statements[0], &events, &schema, TimeUnit::Millis, &compiled.remotes, &fg));
+    assert!(!want.is_empty());
+    let cfg = DelayConfig::default().with_function_delays(0, Duration::from_millis(1), Duration::ZERO).with_seed(9);
+    let functions = vec![("f".into(), "in-process".into()), ("g".into(), "in-process".into())];
+    let link = Arc::new(RemoteLink::new(Box::new(DelayResolver::new(cfg, fg)), functions, OnFailure::Fail));
+    let mut engine = Engine::new(compiled.programs.into_iter().next().unwrap());
+    engine.set_remote(link.clone());
+    assert!(engine.set_auto());
+    let mut got = Vec::new();
+    for e in &events {
+        engine.push(e).unwrap();
+        got.extend(engine.drain().map(cep_testkit::drive::to_ref));
+    }
+    assert!(engine.lazy_now_for(0) && !engine.lazy_now_for(1));
+    engine.finish();
+    got.extend(engine.drain().map(cep_testkit::drive::to_ref));
+    assert_eq!(sorted(got), want);
+    assert!(link.stats().settled_true + link.stats().settled_false > 0, "f's answers were debts");
+}

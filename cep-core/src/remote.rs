@@ -158,6 +158,15 @@ pub trait Resolver: Send {
 
     /// Counts so far.
     fn stats(&self) -> RemoteStats;
+
+    /// The mean request round trip of function `func`'s calls alone, for
+    /// a resolver whose functions are answered by different services (each
+    /// has its own delay, and `auto` chooses per function); `None` (the
+    /// default) when it measures only the mean over all of its calls
+    /// ([`RemoteStats::round_trip_ns`]), or none of `func`'s calls came back yet.
+    fn round_trip_of(&self, _func: u16) -> Option<Duration> {
+        None
+    }
 }
 
 /// A [`Resolver`] that answers each call at once with a function of its
@@ -245,9 +254,9 @@ pub enum RemoteMode {
     /// A run goes on as if the answer were true, owing it; its match is
     /// settled when final.
     Lazy,
-    /// The engine chooses: lazy while the measured answer delay is above
-    /// a few microseconds, where lazy gives the same matches; blocking
-    /// otherwise.
+    /// The engine chooses, for each function: lazy while its measured
+    /// answer delay is above a few microseconds, where lazy gives the same
+    /// matches; blocking otherwise.
     #[default]
     Auto,
 }
@@ -560,6 +569,18 @@ impl RemoteLink {
     pub fn round_trip(&self) -> Option<Duration> {
         let s = self.resolver.lock().stats();
         (s.round_trips > 0).then(|| Duration::from_nanos(s.round_trip_ns))
+    }
+
+    /// The mean request round trip of each function in `funcs`, into `out`
+    /// (one lock for all): the function's own where the resolver measures
+    /// it ([`Resolver::round_trip_of`]), else the mean over all calls;
+    /// `None` while nothing was measured.
+    pub fn round_trips_of(&self, funcs: &[u16], out: &mut Vec<Option<Duration>>) {
+        let resolver = self.resolver.lock();
+        let s = resolver.stats();
+        let overall = (s.round_trips > 0).then(|| Duration::from_nanos(s.round_trip_ns));
+        out.clear();
+        out.extend(funcs.iter().map(|&f| resolver.round_trip_of(f).or(overall)));
     }
 
     /// Counts so far.

@@ -35,12 +35,42 @@ use crate::wire::{WireCall, decode_reply, encode_request};
 pub(crate) struct Counters {
     pub batches: AtomicU64,
     pub retries: AtomicU64,
-    /// Mean request round trip, nanoseconds (`mean_round_trip`), and how
-    /// many were measured.
-    pub round_trip_ns: AtomicU64,
-    pub round_trips: AtomicU64,
+    /// Mean request round trip over all functions.
+    pub round_trip: RoundTrip,
+    /// Each function's own (its calls go to a service of their own).
+    pub per_function: Vec<RoundTrip>,
     /// Jobs received and not yet answered (queued or in a request).
     open_jobs: AtomicUsize,
+}
+
+impl Counters {
+    /// Counters for a client of `functions` functions.
+    pub fn new(functions: usize) -> Counters {
+        Counters { per_function: (0..functions).map(|_| RoundTrip::default()).collect(), ..Counters::default() }
+    }
+}
+
+/// A mean request round trip (nanoseconds, [`mean_round_trip`]'s moving
+/// mean) and how many were measured.
+///
+/// [`mean_round_trip`]: cep_core::remote::mean_round_trip
+#[derive(Debug, Default)]
+pub(crate) struct RoundTrip {
+    pub ns: AtomicU64,
+    pub count: AtomicU64,
+}
+
+impl RoundTrip {
+    fn record(&self, took: u64) {
+        let mean = self.ns.load(Ordering::Relaxed);
+        self.ns.store(cep_core::remote::mean_round_trip(mean, took), Ordering::Relaxed);
+        self.count.fetch_add(1, Ordering::Relaxed);
+    }
+
+    /// The mean, once one was measured.
+    pub fn get(&self) -> Option<Duration> {
+        (self.count.load(Ordering::Relaxed) > 0).then(|| Duration::from_nanos(self.ns.load(Ordering::Relaxed)))
+    }
 }
 
 /// An answer for the shard: the job's token and its answer.
@@ -130,10 +160,10 @@ async fn run(
             })
         })
         .collect();
-    for endpoint in &endpoints {
+    for (func, endpoint) in endpoints.iter().enumerate() {
         for _ in 0..connections {
             let worker =
-                Worker { endpoint: endpoint.clone(), settings, done: done.clone(), counters: counters.clone() };
+                Worker { endpoint: endpoint.clone(), func, settings, done: done.clone(), counters: counters.clone() };
             tokio::spawn(worker.run());
         }
     }
@@ -185,6 +215,8 @@ struct Failure {
 #[derive(Debug)]
 struct Worker {
     endpoint: Arc<Endpoint>,
+    /// The function its endpoint answers.
+    func: usize,
     settings: Settings,
     done: crossbeam_channel::Sender<Done>,
     counters: Arc<Counters>,
@@ -214,9 +246,10 @@ impl Worker {
             };
             if replied {
                 let took = u64::try_from(sent.elapsed().as_nanos()).unwrap_or(u64::MAX);
-                let mean = self.counters.round_trip_ns.load(Ordering::Relaxed);
-                self.counters.round_trip_ns.store(cep_core::remote::mean_round_trip(mean, took), Ordering::Relaxed);
-                self.counters.round_trips.fetch_add(1, Ordering::Relaxed);
+                self.counters.round_trip.record(took);
+                if let Some(own) = self.counters.per_function.get(self.func) {
+                    own.record(took);
+                }
             }
             match outcome {
                 Ok(values) => {

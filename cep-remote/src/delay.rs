@@ -23,7 +23,9 @@ use crate::ledger::{Job, Ledger};
 ///
 /// A batch of `n` calls is answered `comm + U[0, comm_jitter] + Σ (eval +
 /// U[0, eval_jitter])` after it leaves; the service has no limit of its own
-/// on concurrent batches. The draws, and the order of replies within a
+/// on concurrent batches. Each function's calls are batched apart, as if
+/// each function had a service of its own (as with `HttpResolver`), and a
+/// function may have delays of its own (`functions`). The draws, and the order of replies within a
 /// batch when `reorder` is set, come from `seed` alone, so a run is
 /// repeatable; which calls share a batch depends on `linger` and so on the
 /// clock, unless `linger` is zero (no batch is held open) or `max_batch`
@@ -50,6 +52,9 @@ pub struct DelayConfig {
     pub seed: u64,
     /// Answers cached (0: none).
     pub cache_entries: usize,
+    /// Delays of some functions (communication, evaluation per call),
+    /// in place of `comm` and `eval`; the jitters apply to all.
+    pub functions: Vec<(u16, Duration, Duration)>,
 }
 
 impl Default for DelayConfig {
@@ -66,6 +71,7 @@ impl Default for DelayConfig {
             reorder: false,
             seed: 0,
             cache_entries: 0,
+            functions: Vec::new(),
         }
     }
 }
@@ -111,11 +117,33 @@ impl DelayConfig {
         self
     }
 
+    /// Gives function `func` delays of its own: `comm` per batch, `eval`
+    /// per call.
+    pub fn with_function_delays(mut self, func: u16, comm: Duration, eval: Duration) -> DelayConfig {
+        self.functions.retain(|f| f.0 != func);
+        self.functions.push((func, comm, eval));
+        self
+    }
+
+    /// The delays of `func`'s calls: its own, or the default ones.
+    fn delays_of(&self, func: u16) -> (Duration, Duration) {
+        self.functions.iter().find(|f| f.0 == func).map_or((self.comm, self.eval), |f| (f.1, f.2))
+    }
+
     /// Sets the cache size.
     pub fn with_cache_entries(mut self, cache_entries: usize) -> DelayConfig {
         self.cache_entries = cache_entries;
         self
     }
+}
+
+/// A batch of one function's calls, filling.
+#[derive(Debug)]
+struct Open {
+    func: u16,
+    jobs: Vec<Job>,
+    /// When its first call came.
+    opened_at: Instant,
 }
 
 /// A batch sent to the simulated service.
@@ -147,22 +175,22 @@ pub struct DelayResolver<F> {
     f: F,
     config: DelayConfig,
     ledger: Ledger,
-    /// The batch filling, and when its first call came.
-    open: Vec<Job>,
-    opened_at: Instant,
+    /// The batches filling, one per function with calls waiting.
+    open: Vec<Open>,
     sent: Vec<Sent>,
     rng: SplitMix64,
     batches: u64,
-    /// Mean simulated round trip, nanoseconds, and how many were measured.
-    round_trip_ns: u64,
-    round_trips: u64,
+    /// Mean simulated round trip, nanoseconds, and how many were measured:
+    /// over all calls, and per function.
+    round_trip: (u64, u64),
+    per_function: Vec<(u64, u64)>,
 }
 
 impl<F> fmt::Debug for DelayResolver<F> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("DelayResolver")
             .field("config", &self.config)
-            .field("open", &self.open.len())
+            .field("open", &self.open.iter().map(|o| o.jobs.len()).sum::<usize>())
             .field("sent", &self.sent.len())
             .field("ledger", &self.ledger)
             .finish()
@@ -182,21 +210,24 @@ impl<F: FnMut(u16, &[Value]) -> bool + Send> DelayResolver<F> {
             rng: SplitMix64(config.seed),
             config,
             open: Vec::new(),
-            opened_at: Instant::now(),
             sent: Vec::new(),
             batches: 0,
-            round_trip_ns: 0,
-            round_trips: 0,
+            round_trip: (0, 0),
+            per_function: Vec::new(),
         }
     }
 
-    /// Sends the open batch if it is full or its linger has passed, and
-    /// settles the batches whose delay has passed.
+    /// Sends the open batches that are full or whose linger has passed,
+    /// and settles the batches whose delay has passed.
     fn advance(&mut self, now: Instant) {
-        if !self.open.is_empty()
-            && (self.open.len() >= self.config.max_batch || now >= later(self.opened_at, self.config.linger))
-        {
-            self.dispatch(now);
+        let mut b = 0;
+        while b < self.open.len() {
+            let o = &self.open[b];
+            if o.jobs.len() >= self.config.max_batch || now >= later(o.opened_at, self.config.linger) {
+                self.dispatch(b, now);
+            } else {
+                b += 1;
+            }
         }
         let mut i = 0;
         while i < self.sent.len() {
@@ -211,13 +242,21 @@ impl<F: FnMut(u16, &[Value]) -> bool + Send> DelayResolver<F> {
         }
     }
 
-    /// Sends the open batch: evaluates it and draws its delay and order.
-    fn dispatch(&mut self, now: Instant) {
-        let jobs = std::mem::take(&mut self.open);
-        let mut delay = self.config.comm.saturating_add(self.rng.upto(self.config.comm_jitter));
+    /// Sends every open batch.
+    fn dispatch_all(&mut self, now: Instant) {
+        while !self.open.is_empty() {
+            self.dispatch(0, now);
+        }
+    }
+
+    /// Sends open batch `b`: evaluates it and draws its delay and order.
+    fn dispatch(&mut self, b: usize, now: Instant) {
+        let Open { func, jobs, .. } = self.open.swap_remove(b);
+        let (comm, eval) = self.config.delays_of(func);
+        let mut delay = comm.saturating_add(self.rng.upto(self.config.comm_jitter));
         let mut answers = Vec::with_capacity(jobs.len());
         for job in jobs {
-            delay = delay.saturating_add(self.config.eval).saturating_add(self.rng.upto(self.config.eval_jitter));
+            delay = delay.saturating_add(eval).saturating_add(self.rng.upto(self.config.eval_jitter));
             answers.push((job.token, (self.f)(job.func, &job.args)));
         }
         if self.config.reorder {
@@ -228,14 +267,20 @@ impl<F: FnMut(u16, &[Value]) -> bool + Send> DelayResolver<F> {
         }
         self.batches += 1;
         let took = u64::try_from(delay.as_nanos()).unwrap_or(u64::MAX);
-        self.round_trip_ns = cep_core::remote::mean_round_trip(self.round_trip_ns, took);
-        self.round_trips += 1;
+        let f = usize::from(func);
+        if self.per_function.len() <= f {
+            self.per_function.resize(f + 1, (0, 0));
+        }
+        for (mean, n) in [&mut self.round_trip, &mut self.per_function[f]] {
+            *mean = cep_core::remote::mean_round_trip(*mean, took);
+            *n += 1;
+        }
         self.sent.push(Sent { ready_at: later(now, delay), answers });
     }
 
     /// When something next happens (a batch closes or is answered).
     fn next_event(&self) -> Option<Instant> {
-        let close = (!self.open.is_empty()).then(|| later(self.opened_at, self.config.linger));
+        let close = self.open.iter().map(|o| later(o.opened_at, self.config.linger));
         self.sent.iter().map(|s| s.ready_at).chain(close).min()
     }
 }
@@ -245,10 +290,8 @@ impl<F: FnMut(u16, &[Value]) -> bool + Send> Resolver for DelayResolver<F> {
         let mut now = Instant::now();
         self.advance(now);
         while self.ledger.outstanding() >= self.config.max_in_flight {
-            if !self.open.is_empty() {
-                // Nothing more can join the open batch while blocked here.
-                self.dispatch(now);
-            }
+            // Nothing more can join the open batches while blocked here.
+            self.dispatch_all(now);
             if let Some(at) = self.next_event() {
                 std::thread::sleep(at.saturating_duration_since(now));
             }
@@ -256,10 +299,10 @@ impl<F: FnMut(u16, &[Value]) -> bool + Send> Resolver for DelayResolver<F> {
             self.advance(now);
         }
         if let Some(job) = self.ledger.admit(call) {
-            if self.open.is_empty() {
-                self.opened_at = now;
+            match self.open.iter_mut().find(|o| o.func == job.func) {
+                Some(o) => o.jobs.push(job),
+                None => self.open.push(Open { func: job.func, jobs: vec![job], opened_at: now }),
             }
-            self.open.push(job);
             self.advance(now);
         }
     }
@@ -275,8 +318,8 @@ impl<F: FnMut(u16, &[Value]) -> bool + Send> Resolver for DelayResolver<F> {
         self.advance(now);
         // A shard that waits makes no more calls: the open batch leaves now
         // (as `HttpResolver` sends what it queued), not after the linger.
-        if !self.open.is_empty() && !self.ledger.has_ready() {
-            self.dispatch(now);
+        if !self.ledger.has_ready() {
+            self.dispatch_all(now);
         }
         loop {
             self.advance(now);
@@ -303,10 +346,15 @@ impl<F: FnMut(u16, &[Value]) -> bool + Send> Resolver for DelayResolver<F> {
     fn stats(&self) -> RemoteStats {
         RemoteStats {
             batches: self.batches,
-            round_trip_ns: self.round_trip_ns,
-            round_trips: self.round_trips,
+            round_trip_ns: self.round_trip.0,
+            round_trips: self.round_trip.1,
             ..self.ledger.stats()
         }
+    }
+
+    fn round_trip_of(&self, func: u16) -> Option<Duration> {
+        let &(mean, n) = self.per_function.get(usize::from(func))?;
+        (n > 0).then(|| Duration::from_nanos(mean))
     }
 }
 
@@ -388,6 +436,28 @@ mod tests {
         r.poll(&mut out);
         assert!(out.is_empty());
         assert_eq!(r.in_flight(), 3);
+    }
+
+    #[test]
+    fn functions_have_batches_and_delays_of_their_own() {
+        let config = DelayConfig::default()
+            .with_comm(Duration::from_micros(10), Duration::ZERO)
+            .with_function_delays(1, Duration::from_millis(3), Duration::from_micros(100))
+            .with_batching(8, Duration::from_secs(100));
+        let mut r = DelayResolver::new(config, |func: u16, a: &[Value]| (func == 1) == (a[0] == Value::Int(3)));
+        for i in 0..6u64 {
+            r.submit(Call { id: CallId(i), func: (i % 2) as u16, args: vec![Value::Int(i as i64)] });
+        }
+        assert_eq!(r.open.len(), 2, "one batch filling per function");
+        let out = drain_all(&mut r);
+        assert_eq!(out.len(), 6);
+        for (id, a) in out {
+            assert_eq!(a, Answer::Value((id.0 % 2 == 1) == (id.0 == 3)), "call {}", id.0);
+        }
+        assert_eq!(r.stats().batches, 2);
+        assert_eq!(r.round_trip_of(0), Some(Duration::from_micros(10)));
+        assert_eq!(r.round_trip_of(1), Some(Duration::from_millis(3) + 3 * Duration::from_micros(100)));
+        assert_eq!(r.round_trip_of(2), None);
     }
 
     #[test]

@@ -59,7 +59,7 @@ impl HttpResolver {
         // Unbounded in type only: the client sends at most one answer per
         // job, and jobs in flight are bounded by `max_in_flight`.
         let (done_tx, done) = crossbeam_channel::unbounded();
-        let counters = Arc::new(Counters::default());
+        let counters = Arc::new(Counters::new(functions));
         let thread = client::start(config, targets, jobs_rx, done_tx, counters.clone()).map_err(RemoteError::Start)?;
         Ok(HttpResolver {
             ledger: Ledger::new(functions, config.cache_entries),
@@ -139,10 +139,14 @@ impl Resolver for HttpResolver {
         RemoteStats {
             batches: self.counters.batches.load(Ordering::Relaxed),
             retries: self.counters.retries.load(Ordering::Relaxed),
-            round_trip_ns: self.counters.round_trip_ns.load(Ordering::Relaxed),
-            round_trips: self.counters.round_trips.load(Ordering::Relaxed),
+            round_trip_ns: self.counters.round_trip.ns.load(Ordering::Relaxed),
+            round_trips: self.counters.round_trip.count.load(Ordering::Relaxed),
             ..self.ledger.stats()
         }
+    }
+
+    fn round_trip_of(&self, func: u16) -> Option<Duration> {
+        self.counters.per_function.get(usize::from(func))?.get()
     }
 }
 

@@ -357,3 +357,24 @@ fn every_call_is_answered_once_under_random_interleavings() {
         assert_eq!(s.failures, 0);
     }
 }
+
+/// Each function's round trip is measured on its own service's replies:
+/// `auto` chooses per function from them.
+#[test]
+fn round_trips_are_measured_per_function() {
+    let (slow, fast) = (TestServer::answering(Duration::from_millis(30)), TestServer::answering(Duration::ZERO));
+    let cfg = RemoteConfig::new(vec![Endpoint::new("slow", slow.url()), Endpoint::new("fast", fast.url())])
+        .with_timeout(Duration::from_secs(2))
+        .with_batching(1, Duration::ZERO);
+    let mut r = HttpResolver::new(&cfg).unwrap();
+    assert_eq!((r.round_trip_of(0), r.round_trip_of(1)), (None, None), "nothing measured yet");
+    for i in 0..4 {
+        r.submit(Call { id: CallId(2 * i), func: 0, args: args(i, 1000) });
+        r.submit(Call { id: CallId(2 * i + 1), func: 1, args: args(i, 1000) });
+        drain(&mut r);
+    }
+    let (s, f) = (r.round_trip_of(0).unwrap(), r.round_trip_of(1).unwrap());
+    assert!(s >= Duration::from_millis(30), "the slow service's mean {s:?}");
+    assert!(f < Duration::from_millis(30), "the fast service's mean {f:?}");
+    assert_eq!(r.round_trip_of(2), None, "no such function");
+}

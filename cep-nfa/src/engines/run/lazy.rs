@@ -28,13 +28,13 @@ use crate::program::{Program, RemoteCond, Selection, SkipTo, Strategy};
 
 use super::Engine;
 use super::emit::Done;
-use super::step::ask_remote;
+use super::step::{ask_remote, ask_remote_calls};
 
 /// The fewest answers between two early settlements.
 const EARLY_EVERY: usize = 64;
 
-/// `auto` makes new calls lazily while the resolver's requests take longer
-/// than this on average, and waits for the answers below it: an answer
+/// `auto` makes a function's new calls lazily while its requests take
+/// longer than this on average, and waits for its answers below it: an answer
 /// that comes back about as fast as the engine handles an event costs less
 /// to wait for than to carry as a debt (W7 in docs/perf-log.md: with no
 /// delay blocking runs 1.4–1.6× lazy; with 100 µs lazy runs 20× blocking
@@ -66,8 +66,13 @@ pub(super) struct Lazy {
     /// Answers taken since live runs were last checked against them
     /// ([`Engine::settle_early`]).
     since_check: usize,
-    /// Whether new calls are made lazily (`false`: blocking, under `auto`).
-    active: bool,
+    /// Per function (by index): whether its new calls are made lazily
+    /// (`false`: blocking, under `auto`). Sized to the query's functions.
+    lazy_funcs: Vec<bool>,
+    /// The query's functions, each once.
+    funcs: Vec<u16>,
+    /// Scratch: their round trips.
+    trips: Vec<Option<Duration>>,
     /// `auto`: the mode follows the measured answer delay.
     auto: Option<AutoMode>,
     /// Scratch: answers drained, calls no node owes any more, a path's debts.
@@ -119,15 +124,23 @@ impl<E: StreamEvent> Engine<E> {
         if lazy_fits(&self.prog).is_some() || self.prog.elements.iter().all(|e| e.remote.is_empty()) {
             return false;
         }
-        self.lazy = Some(Box::new(Lazy { owner: link.register(), active: true, ..Lazy::default() }));
+        let mut funcs: Vec<u16> = self.prog.elements.iter().flat_map(|e| e.remote.iter().map(|c| c.func)).collect();
+        funcs.sort_unstable();
+        funcs.dedup();
+        let lazy_funcs = vec![true; funcs.last().map_or(0, |&f| usize::from(f) + 1)];
+        self.lazy = Some(Box::new(Lazy { owner: link.register(), lazy_funcs, funcs, ..Lazy::default() }));
         true
     }
 
     /// `--remote-mode auto`: where lazy evaluation gives the same matches
-    /// ([`lazy_fits`]), new calls are made lazily while the resolver's
-    /// mean request round trip is above a few microseconds and blocking
-    /// below (re-chosen every 64 remote steps, lazy at first); elsewhere
-    /// calls stay blocking.
+    /// ([`lazy_fits`]), each function's new calls are made lazily while
+    /// its mean request round trip is above a few microseconds and
+    /// blocking below (re-chosen every 64 remote steps, lazy at first), so
+    /// that a query with a slow function and a fast one waits for the fast
+    /// one's answers and carries the slow one's as debts; elsewhere calls
+    /// stay blocking. A resolver that does not measure functions apart
+    /// ([`Resolver::round_trip_of`](cep_core::remote::Resolver::round_trip_of))
+    /// gives every function its mean over all calls.
     /// Returns whether the query may be lazy.
     pub fn set_auto(&mut self) -> bool {
         if !self.set_lazy() {
@@ -139,9 +152,14 @@ impl<E: StreamEvent> Engine<E> {
         true
     }
 
-    /// Whether new remote calls are made lazily now.
+    /// Whether some function's new remote calls are made lazily now.
     pub fn lazy_now(&self) -> bool {
-        self.lazy.as_ref().is_some_and(|l| l.active)
+        self.lazy.as_ref().is_some_and(|l| l.lazy_funcs.iter().any(|&b| b))
+    }
+
+    /// Whether function `func`'s new calls are made lazily now.
+    pub fn lazy_now_for(&self, func: u16) -> bool {
+        self.lazy.as_ref().is_some_and(|l| l.is_lazy(func))
     }
 
     /// Takes the answers that have come (waiting up to `wait` for one when
@@ -294,18 +312,25 @@ impl<E: StreamEvent> Engine<E> {
 }
 
 impl Lazy {
-    /// Under `auto`, every [`AUTO_EVERY`] remote steps: lazy while the
-    /// resolver's mean request round trip (which leaves out the time a call
-    /// waits to fill a batch) is above [`AUTO_LAZY_ABOVE`].
+    /// Under `auto`, every [`AUTO_EVERY`] remote steps: each function
+    /// lazy while its mean request round trip (which leaves out the time a
+    /// call waits to fill a batch) is above [`AUTO_LAZY_ABOVE`].
     #[inline]
     fn choose(&mut self, link: &RemoteLink) {
         let Some(auto) = self.auto.as_mut() else { return };
         auto.steps += 1;
-        if auto.steps % AUTO_EVERY == 0
-            && let Some(round_trip) = link.round_trip()
-        {
-            self.active = round_trip > AUTO_LAZY_ABOVE;
+        if auto.steps % AUTO_EVERY == 0 {
+            link.round_trips_of(&self.funcs, &mut self.trips);
+            for (&f, trip) in self.funcs.iter().zip(&self.trips) {
+                if let Some(t) = trip {
+                    self.lazy_funcs[usize::from(f)] = *t > AUTO_LAZY_ABOVE;
+                }
+            }
         }
+    }
+
+    fn is_lazy(&self, func: u16) -> bool {
+        self.lazy_funcs.get(usize::from(func)).copied().unwrap_or(false)
     }
 }
 
@@ -343,10 +368,21 @@ pub(super) fn remote_step<E>(
     match (lazy, link) {
         (Some(lazy), Some(link)) => {
             lazy.choose(link);
-            if lazy.active {
-                Some(Owed { unverified: false, debts: Some(owe_calls(link, lazy, conds, frame, regs)) })
-            } else {
+            let lazy_conds = conds.iter().filter(|c| lazy.is_lazy(c.func)).count();
+            if lazy_conds == conds.len() {
+                Some(Owed { unverified: false, debts: Some(owe_calls(link, lazy, conds.iter(), frame, regs)) })
+            } else if lazy_conds == 0 {
                 blocking(Some(link))
+            } else {
+                // Some functions fast, some slow (`auto`): wait for the
+                // fast ones' answers first (a false one saves the slow
+                // calls), then owe the slow ones.
+                let unverified = ask_remote_calls(link, conds.iter().filter(|c| !lazy.is_lazy(c.func)), frame, regs)?;
+                let lazy_funcs = std::mem::take(&mut lazy.lazy_funcs);
+                let slow = conds.iter().filter(|c| lazy_funcs.get(usize::from(c.func)).copied().unwrap_or(false));
+                let debts = owe_calls(link, lazy, slow, frame, regs);
+                lazy.lazy_funcs = lazy_funcs;
+                Some(Owed { unverified, debts: Some(debts) })
             }
         }
         (_, link) => blocking(link),
@@ -354,9 +390,14 @@ pub(super) fn remote_step<E>(
 }
 
 #[inline(never)]
-fn owe_calls(link: &RemoteLink, lazy: &mut Lazy, conds: &[RemoteCond], frame: &[Value], regs: &[Value]) -> Box<[Debt]> {
+fn owe_calls<'c>(
+    link: &RemoteLink,
+    lazy: &mut Lazy,
+    conds: impl Iterator<Item = &'c RemoteCond>,
+    frame: &[Value],
+    regs: &[Value],
+) -> Box<[Debt]> {
     conds
-        .iter()
         .map(|c| {
             let args: Vec<Value> = c.args.iter().map(|f| f(frame, regs)).collect();
             let id = link.submit(lazy.owner, c.func, args.clone());

@@ -317,11 +317,17 @@ pub(super) fn ask_remote<E>(
     if conds.is_empty() {
         return Some(false);
     }
-    ask_remote_calls(link?, conds, frame, regs)
+    ask_remote_calls(link?, conds.iter(), frame, regs)
 }
 
+/// The blocking calls of `conds`, one after another (see [`ask_remote`]).
 #[inline(never)]
-fn ask_remote_calls(link: &RemoteLink, conds: &[RemoteCond], frame: &[Value], regs: &[Value]) -> Option<bool> {
+pub(super) fn ask_remote_calls<'c>(
+    link: &RemoteLink,
+    conds: impl Iterator<Item = &'c RemoteCond>,
+    frame: &[Value],
+    regs: &[Value],
+) -> Option<bool> {
     let mut unverified = false;
     for c in conds {
         let args = c.args.iter().map(|f| f(frame, regs)).collect();

@@ -75,3 +75,4 @@ pub fn markdown(rs: &[ScaleResult]) -> String {
     s.push('\n');
     s
 }
+
