@@ -7,7 +7,7 @@ use std::io;
 use std::path::{Path, PathBuf};
 
 use cep_core::budget::{OnLimit, half_of_memory, parse_size};
-use cep_core::time::{DurationUnit, to_ticks};
+use cep_core::time::{split_duration, to_ticks};
 use cep_index::file::read_alerts;
 use cep_io::FileOutput;
 use cep_nfa::select::EngineChoice;
@@ -404,14 +404,10 @@ fn parse_wall(s: &str, flag: &str) -> Result<std::time::Duration, Failure> {
 
 fn parse_delay(s: &str, unit: cep_core::TimeUnit) -> Result<i64, Failure> {
     let s = s.trim();
-    let split = s.find(|c: char| !(c.is_ascii_digit() || c == '.')).unwrap_or(s.len());
-    let (num, word) = (&s[..split], s[split..].trim());
-    let du = if word.is_empty() {
-        DurationUnit::Ticks
-    } else {
-        DurationUnit::parse(word)
-            .ok_or_else(|| Failure::bad_input(format!("unknown duration unit `{word}` in --max-delay")))?
-    };
+    let (num, du) = split_duration(s).map_err(|_| {
+        let word = s.trim_start_matches(|c: char| c.is_ascii_digit() || c == '.').trim();
+        Failure::bad_input(format!("unknown duration unit `{word}` in --max-delay"))
+    })?;
     to_ticks(num, du, unit).map_err(|e| Failure::bad_input(format!("invalid --max-delay `{s}`: {e}")))
 }
 

@@ -96,3 +96,30 @@ fn events_beyond_the_delay_are_late() {
     let (_, stderr) = run(&dir, &csv, &["--max-delay", "500 ms"]);
     assert!(stderr.contains("4 rows read, 0 skipped, 1 late"), "{stderr}");
 }
+
+/// A delay the command line cannot read is refused (exit 2) with what is
+/// wrong; one in absolute units is converted to timestamp units.
+#[test]
+fn delays_are_read_with_their_units() {
+    let s = scratch("units");
+    let events = s.path().join("e.csv");
+    write_csv(&events, &Ticks::new(2000).collect::<Vec<_>>());
+    let q = s.path().join("q.cep");
+    std::fs::write(&q, RISE_SPIKE).unwrap();
+    for (delay, says) in [
+        ("5 fortnights", "unknown duration unit `fortnights` in --max-delay"),
+        ("1.5x", "unknown duration unit `x` in --max-delay"),
+        ("0.5ms", "invalid --max-delay `0.5ms`: not a whole number of timestamp units"),
+    ] {
+        let out = Command::new(CEP)
+            .args(["run", "--query", q.to_str().unwrap(), "--events", events.to_str().unwrap(), "--max-delay", delay])
+            .output()
+            .unwrap();
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(2), "{delay}: {stderr}");
+        assert!(stderr.contains(says), "{delay}: {stderr}");
+    }
+    let (plain, _) = run(s.path(), &events, &[]);
+    let (delayed, _) = run(s.path(), &events, &["--max-delay", "2 s"]);
+    assert_eq!(plain, delayed);
+}

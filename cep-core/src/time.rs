@@ -67,13 +67,13 @@ pub enum DurationUnit {
 }
 
 impl DurationUnit {
-    /// Parses a unit word: `ns`, `us`, `ms`, `s`, `sec`, `second(s)`, `min`,
+    /// Parses a unit word: `ns`, `us` (or `µs`), `ms`, `s`, `sec`, `second(s)`, `min`,
     /// `minute(s)`, `h`, `hour(s)`, `d`, `day(s)` (case-insensitive).
     pub fn parse(word: &str) -> Option<DurationUnit> {
         let w = word.to_ascii_lowercase();
         let nanos: i128 = match w.as_str() {
             "ns" | "nanosecond" | "nanoseconds" => 1,
-            "us" | "microsecond" | "microseconds" => 1_000,
+            "us" | "µs" | "microsecond" | "microseconds" => 1_000,
             "ms" | "millisecond" | "milliseconds" => 1_000_000,
             "s" | "sec" | "secs" | "second" | "seconds" => 1_000_000_000,
             "min" | "mins" | "minute" | "minutes" => 60_000_000_000,
@@ -94,6 +94,8 @@ pub enum DurationError {
     NotWhole,
     /// Larger than an i64 of timestamp units.
     TooLarge,
+    /// A word after the number that is no unit.
+    UnknownUnit,
 }
 
 impl fmt::Display for DurationError {
@@ -102,8 +104,33 @@ impl fmt::Display for DurationError {
             DurationError::BadNumber => f.write_str("malformed number"),
             DurationError::NotWhole => f.write_str("not a whole number of timestamp units"),
             DurationError::TooLarge => f.write_str("too large"),
+            DurationError::UnknownUnit => f.write_str("unknown unit (ns, us, ms, s, min, h, d)"),
         }
     }
+}
+
+/// Splits a duration as written on a command line (`200ms`, `1.5 s`,
+/// `60`) into its number and its unit ([`DurationUnit::Ticks`] for a bare
+/// number), for [`to_ticks`].
+///
+/// # Examples
+/// ```
+/// use cep_core::time::{split_duration, to_ticks, DurationError, DurationUnit, TimeUnit};
+/// let (n, unit) = split_duration("1.5 ms").unwrap();
+/// assert_eq!(to_ticks(n, unit, TimeUnit::Nanos), Ok(1_500_000));
+/// assert_eq!(split_duration("60").unwrap(), ("60", DurationUnit::Ticks));
+/// assert_eq!(split_duration("2 fortnights"), Err(DurationError::UnknownUnit));
+/// ```
+pub fn split_duration(text: &str) -> Result<(&str, DurationUnit), DurationError> {
+    let t = text.trim();
+    let split = t.find(|c: char| !(c.is_ascii_digit() || c == '.')).unwrap_or(t.len());
+    let (number, word) = (&t[..split], t[split..].trim());
+    let unit = if word.is_empty() {
+        DurationUnit::Ticks
+    } else {
+        DurationUnit::parse(word).ok_or(DurationError::UnknownUnit)?
+    };
+    Ok((number, unit))
 }
 
 /// Converts a decimal number (`"1.5"`, `"60"`) with a unit into timestamp

@@ -3,6 +3,9 @@
 use std::fmt;
 use std::time::Duration;
 
+use cep_core::TimeUnit;
+use cep_core::time::{DurationUnit, split_duration, to_ticks};
+
 /// A duration that could not be read.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct DurationError(pub String);
@@ -20,24 +23,17 @@ impl std::error::Error for DurationError {}
 /// timestamps (LANGUAGE.md §1).
 pub fn parse_duration(text: &str) -> Result<Duration, DurationError> {
     let bad = || DurationError(text.to_owned());
-    let t = text.trim();
-    let split = t.find(|c: char| !(c.is_ascii_digit() || c == '.')).unwrap_or(t.len());
-    let (num, unit) = t.split_at(split);
-    let value: f64 = num.parse().map_err(|_| bad())?;
-    let nanos_per = match unit.trim() {
-        "ns" => 1.0,
-        "us" | "µs" => 1e3,
-        "" | "ms" => 1e6,
-        "s" => 1e9,
-        "min" => 60e9,
-        _ => return Err(bad()),
+    let (number, unit) = split_duration(text).map_err(|_| bad())?;
+    let unit = match unit {
+        DurationUnit::Ticks => DurationUnit::parse("ms").ok_or_else(bad)?,
+        unit => unit,
     };
-    let nanos = value * nanos_per;
+    let nanos = to_ticks(number, unit, TimeUnit::Nanos).map_err(|_| bad())?;
     // A day at most: a longer evaluation delay is a typo.
-    if !nanos.is_finite() || nanos > 86_400e9 {
+    if !(0..=86_400_000_000_000).contains(&nanos) {
         return Err(bad());
     }
-    Ok(Duration::from_nanos(nanos.round() as u64))
+    Ok(Duration::from_nanos(nanos as u64))
 }
 
 #[cfg(test)]

@@ -75,4 +75,3 @@ pub fn markdown(rs: &[ScaleResult]) -> String {
     s.push('\n');
     s
 }
-
