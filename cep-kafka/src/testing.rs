@@ -27,6 +27,10 @@ use crate::KafkaUrl;
 /// The environment variable naming the tansu binary.
 pub const BINARY_ENV: &str = "CEP_TANSU";
 
+/// The environment variable passed to the broker as its RUST_LOG (its log
+/// level; unset: the broker's own default, a few lines).
+pub const LOG_ENV: &str = "CEP_TANSU_LOG";
+
 /// How long a broker gets to answer a metadata request after it is spawned.
 pub const READY_TIMEOUT: Duration = Duration::from_secs(30);
 
@@ -265,7 +269,14 @@ fn spawn(binary: &Path, port: u16, log: &Path) -> Result<Child, BrokerError> {
     let out = File::create(log).map_err(io_err(format!("creating {}", log.display())))?;
     let err = out.try_clone().map_err(io_err(format!("opening {}", log.display())))?;
     let listener = format!("tcp://127.0.0.1:{port}");
-    Command::new(binary)
+    let mut command = Command::new(binary);
+    // The broker logs through RUST_LOG: a test run's own RUST_LOG would make
+    // its log huge (hundreds of thousands of lines per test at `info`).
+    command.env_remove("RUST_LOG");
+    if let Some(level) = std::env::var_os(LOG_ENV) {
+        command.env("RUST_LOG", level);
+    }
+    command
         .arg("broker")
         .args(["--listener-url", &listener, "--advertised-listener-url", &listener])
         .args(["--storage-engine", "memory://tansu/"])
