@@ -217,10 +217,10 @@ impl Broker {
                         .map_err(|e| BrokerError::Io { what: "creating a client".into(), source: io::Error::other(e) })
                         .map(Some)?;
                 }
-                if let Some(c) = &client
-                    && let Ok(m) = c.fetch_metadata(None, Duration::from_secs(1))
-                    && !m.brokers().is_empty()
-                {
+                let answered = client.as_ref().is_some_and(|c| {
+                    c.fetch_metadata(None, Duration::from_secs(1)).is_ok_and(|m| !m.brokers().is_empty())
+                });
+                if answered {
                     return Ok(());
                 }
             }
