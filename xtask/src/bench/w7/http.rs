@@ -7,17 +7,19 @@
 //! time of the process, parsing included), and stops the service (kill,
 //! and `--exit-on-stdin-eof` in case the bench dies first).
 //!
-//! Latency: a paced pass ([`paced`](super::paced)) feeds the first rows of
+//! Latency: a paced pass ([`paced`]) feeds the first rows of
 //! the file (10 s of them at [`PACED_RATE`], 2 s for `--quick`) to `cep run
 //! --events - --format csv` through a pipe at that rate, a burst every
 //! millisecond, in each mode (blocking, lazy, auto), and times each match
 //! line on `cep`'s stdout from the write of the row that completed it (the
 //! match's `z`): p50, p99 and max. The rate is below blocking's capacity,
-//! so what is measured is the delay of a match, not a queue. Each paced
-//! run's matches must be those of an unpaced run of the same rows. The
-//! blocking run's wall time per call of the unpaced pass is reported too:
-//! an upper bound of the time a run waits for one answer (HTTP on
-//! loopback, the service's lookup, the engine's share).
+//! so what is measured is the delay of a match, not a queue. A fourth run,
+//! the query without its `near` condition ([`FLOOR_QUERY`]), gives the
+//! floor: the pipes, `cep`'s reading thread, the parsing and the engine.
+//! Each paced run's matches must be those of an unpaced run of the same
+//! rows and query. The blocking run's wall time per call of the unpaced
+//! pass is reported too: an upper bound of the time a run waits for one
+//! answer (HTTP on loopback, the service's lookup, the engine's share).
 
 use std::io::{BufRead, BufReader, Write};
 use std::path::{Path, PathBuf};
@@ -45,7 +47,8 @@ pub struct HttpResult {
     /// The paced pass: rows fed, at this target rate (rows/s).
     pub paced_rows: u64,
     pub paced_rate: f64,
-    /// The paced pass's latency per mode: blocking, lazy, auto.
+    /// The paced pass's latency per run: blocking, lazy, auto, and the
+    /// query without its remote condition (the floor).
     pub latency: Vec<ModeLatency>,
 }
 
@@ -54,8 +57,20 @@ pub struct HttpResult {
 /// its own delay, not that of a queue.
 pub const PACED_RATE: f64 = 2_000.0;
 
-/// The modes of the paced pass, in the order it runs them.
-const PACED_MODES: [&str; 3] = ["blocking", "lazy", "auto"];
+/// The runs of the paced pass, in the order it runs them: the row's name,
+/// the query file and the remote mode (none: the floor).
+const PACED_RUNS: [(&str, &str, Option<&str>); 4] = [
+    ("blocking", "encounter.cep", Some("blocking")),
+    ("lazy", "encounter.cep", Some("lazy")),
+    ("auto", "encounter.cep", Some("auto")),
+    ("no remote call", "floor.cep", None),
+];
+
+/// The encounter query without its remote condition (and declaration): the
+/// paced pass's floor, what the pipe, the parsing and the engine cost a
+/// match without any call (it has more matches: `near` does not filter).
+const FLOOR_QUERY: &str = "QUERY encounter PATTERN SEQ(AIS x, AIS y, AIS z) WHERE strict-contiguity AND [mmsi] AND \
+                           x.speed > 5 AND y.speed > 5 AND z.speed > 5\n";
 
 /// A binary of this workspace beside the running `xtask`.
 fn binary(name: &str) -> Result<PathBuf, String> {
@@ -109,15 +124,29 @@ impl Drop for Service {
     }
 }
 
-/// One `cep run` on `dir/events`: wall seconds, sorted output lines, calls.
-fn cep_run(dir: &Path, events: &str, url: &str, mode: &str) -> Result<(f64, Vec<String>, u64), String> {
+/// `cep run --threads 1 --query dir/query`, with `--remote near=URL
+/// --remote-mode MODE` when `remote` gives (URL, MODE).
+fn cep_command(dir: &Path, query: &str, remote: Option<(&str, &str)>) -> Result<Command, String> {
+    let mut cmd = Command::new(binary("cep")?);
+    cmd.args(["run", "--threads", "1", "--query"]).arg(dir.join(query));
+    if let Some((url, mode)) = remote {
+        cmd.args(["--remote-mode", mode, "--remote", &format!("near={url}")]);
+    }
+    Ok(cmd)
+}
+
+/// One `cep run` of `dir/query` on `dir/events` (see [`cep_command`]):
+/// wall seconds, sorted output lines, calls.
+fn cep_run(
+    dir: &Path,
+    query: &str,
+    events: &str,
+    remote: Option<(&str, &str)>,
+) -> Result<(f64, Vec<String>, u64), String> {
+    let mode = remote.map_or("none", |r| r.1);
     let out = dir.join(format!("out-{mode}.jsonl"));
     let t = Instant::now();
-    let o = Command::new(binary("cep")?)
-        .args(["run", "--threads", "1", "--remote-mode", mode, "--remote"])
-        .arg(format!("near={url}"))
-        .arg("--query")
-        .arg(dir.join("encounter.cep"))
+    let o = cep_command(dir, query, remote)?
         .arg("--events")
         .arg(dir.join(events))
         .arg("--out")
@@ -127,7 +156,7 @@ fn cep_run(dir: &Path, events: &str, url: &str, mode: &str) -> Result<(f64, Vec<
     let seconds = t.elapsed().as_secs_f64();
     let stderr = String::from_utf8_lossy(&o.stderr);
     if !o.status.success() {
-        return Err(format!("cep run --remote-mode {mode} failed ({}): {stderr}", o.status));
+        return Err(format!("cep run --query {query} --remote-mode {mode} failed ({}): {stderr}", o.status));
     }
     let calls = calls(&stderr);
     let text = std::fs::read_to_string(&out).map_err(|e| format!("{}: {e}", out.display()))?;
@@ -156,6 +185,7 @@ pub fn run(quick: bool, failures: &mut Vec<String>) -> Result<HttpResult, String
         ais::write_csv(&mut f, &fleet.rows).and_then(|()| f.flush()).map_err(|e| e.to_string())?;
         drop(f);
         std::fs::write(dir.join("encounter.cep"), ais::ENCOUNTER_QUERY).map_err(|e| e.to_string())?;
+        std::fs::write(dir.join("floor.cep"), FLOOR_QUERY).map_err(|e| e.to_string())?;
         let service = Service::start(&csv)?;
         let url = format!("http://{}/near", service.addr);
         let mut rates = [Vec::new(), Vec::new()];
@@ -164,7 +194,7 @@ pub fn run(quick: bool, failures: &mut Vec<String>) -> Result<HttpResult, String
         let mut reference: Option<Vec<String>> = None;
         for _ in 0..passes {
             for (i, mode) in ["blocking", "lazy"].into_iter().enumerate() {
-                let (seconds, lines, n) = cep_run(&dir, "ais.csv", &url, mode)?;
+                let (seconds, lines, n) = cep_run(&dir, "encounter.cep", "ais.csv", Some((&url, mode)))?;
                 rates[i].push(fleet.rows.len() as f64 / seconds);
                 calls[i] = n;
                 if i == 0 && n > 0 {
@@ -199,9 +229,10 @@ pub fn run(quick: bool, failures: &mut Vec<String>) -> Result<HttpResult, String
     result
 }
 
-/// The paced pass over `rows` (see the module docs): an unpaced blocking
-/// run of them for the reference matches, then one paced run per mode; a
-/// mode whose matches differ from the reference is a failure.
+/// The paced pass over `rows` (see the module docs): per query, an
+/// unpaced run of them for the reference matches; then one paced run per
+/// entry of [`PACED_RUNS`]; a run whose matches differ from its query's
+/// reference is a failure.
 fn paced_pass(
     dir: &Path,
     url: &str,
@@ -212,26 +243,24 @@ fn paced_pass(
     ais::write_csv(&mut csv, rows).map_err(|e| e.to_string())?;
     std::fs::write(dir.join("paced.csv"), &csv).map_err(|e| format!("{}: {e}", dir.join("paced.csv").display()))?;
     let feed = Feed::new(&csv, rows.iter().map(|r| (r.mmsi, r.ts)))?;
-    let (_, want, _) = cep_run(dir, "paced.csv", url, "blocking")?;
-    let cep = binary("cep")?;
+    let (_, with_remote, _) = cep_run(dir, "encounter.cep", "paced.csv", Some((url, "blocking")))?;
+    let (_, floor, _) = cep_run(dir, "floor.cep", "paced.csv", None)?;
     let mut out = Vec::new();
-    for mode in PACED_MODES {
-        let mut cmd = Command::new(&cep);
-        cmd.args(["run", "--threads", "1", "--remote-mode", mode, "--remote", &format!("near={url}"), "--query"])
-            .arg(dir.join("encounter.cep"))
-            .args(["--events", "-", "--format", "csv"]);
-        let run = paced::run(cmd, &feed, PACED_RATE).map_err(|e| format!("W7 http paced, {mode}: {e}"))?;
-        if run.lines != want {
+    for (name, query, mode) in PACED_RUNS {
+        let mut cmd = cep_command(dir, query, mode.map(|m| (url, m)))?;
+        cmd.args(["--events", "-", "--format", "csv"]);
+        let run = paced::run(cmd, &feed, PACED_RATE).map_err(|e| format!("W7 http paced, {name}: {e}"))?;
+        let want = if mode.is_some() { &with_remote } else { &floor };
+        if &run.lines != want {
             let msg = format!(
-                "W7 http: the paced --remote-mode {mode} run gives {} matches, the unpaced run of its rows {} \
-                 (or other rows)",
+                "W7 http: the paced run `{name}` gives {} matches, the unpaced run of its rows {} (or other rows)",
                 run.lines.len(),
                 want.len()
             );
             eprintln!("error: {msg}");
             failures.push(msg);
         }
-        out.push(ModeLatency::new(mode, &run));
+        out.push(ModeLatency::new(name, &run));
     }
     Ok(out)
 }
@@ -257,7 +286,8 @@ pub fn markdown(r: &HttpResult) -> String {
     s.push_str(&format!(
         "Event-to-match latency: the first {} rows piped to `cep run --events -` at {} rows/s (a burst every \
          millisecond); each match timed from the write of the row that completed it to its line on `cep`'s \
-         stdout.\n\n| mode | rows/s achieved | matches | calls | p50 µs | p99 µs | max µs |\n|---|---|---|---|---|---|---|\n",
+         stdout. The last row runs the query without its `near` condition (no call, more matches): the floor \
+         of the pipes, the parsing and the engine.\n\n| mode | rows/s achieved | matches | calls | p50 µs | p99 µs | max µs |\n|---|---|---|---|---|---|---|\n",
         r.paced_rows,
         rate(r.paced_rate)
     ));
@@ -275,4 +305,23 @@ pub fn markdown(r: &HttpResult) -> String {
     }
     s.push('\n');
     s
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_floor_is_the_encounter_query_without_near() {
+        let without = ais::ENCOUNTER_QUERY.replace(" AND near(y.mmsi, y.lat, y.lon, y.ts)", "");
+        let (declaration, query) = without.split_once('\n').unwrap();
+        assert!(declaration.starts_with("REMOTE near("));
+        assert_eq!(query, FLOOR_QUERY);
+    }
+
+    #[test]
+    fn calls_come_from_the_summary_line() {
+        assert_eq!(calls("summary: 4 rows read, remote: 3 calls, 1 batches"), 3);
+        assert_eq!(calls("summary: 4 rows read, 0 skipped"), 0);
+    }
 }
