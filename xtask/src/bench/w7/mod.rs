@@ -7,7 +7,9 @@
 //!   communication delay × evaluation delay × true ratio, blocking, lazy
 //!   and auto, beside the paper's max curve;
 //! - `W7 http` ([`http`]): the same query through the `cep` binary
-//!   against `cep-geo serve` on loopback, blocking and lazy;
+//!   against `cep-geo serve` on loopback, blocking and lazy: events/s
+//!   reading a file, and event-to-match latency (p50, p99, max; blocking,
+//!   lazy and auto) with the rows piped in at a fixed rate ([`paced`]);
 //! - `W7 scale` ([`scale`]): Wayeb's scalability run, 1, 10 and 100
 //!   speed-violation patterns, execution time over stream time.
 //!
@@ -19,6 +21,7 @@
 mod chart;
 mod grid;
 mod http;
+mod paced;
 mod scale;
 
 use std::path::Path;
