@@ -36,7 +36,12 @@ struct Proximity {
 
 impl Proximity {
     fn start(index: ProximityIndex) -> Proximity {
-        let service = Arc::new(Service::new(Answers::Distance(Box::new(index)), Duration::ZERO));
+        Proximity::slow(index, Duration::ZERO)
+    }
+
+    /// A service that takes `eval` per call.
+    fn slow(index: ProximityIndex, eval: Duration) -> Proximity {
+        let service = Arc::new(Service::new(Answers::Distance(Box::new(index)), eval));
         let (addr_tx, addr_rx) = std::sync::mpsc::channel();
         let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
         let thread = std::thread::spawn(move || {
@@ -100,12 +105,17 @@ fn ais_csv(vessels: i64, minutes: i64) -> String {
 /// The reference's matches, `near` answered by `index`, as sorted lines
 /// `query rows`.
 fn reference(csv: &str, index: &ProximityIndex) -> Vec<String> {
-    let file = parse(QUERY).unwrap();
+    reference_of(QUERY, csv, index)
+}
+
+/// [`reference`] for the statements of `query`.
+fn reference_of(query: &str, csv: &str, index: &ProximityIndex) -> Vec<String> {
+    let file = parse(query).unwrap();
     let mut schema = Schema::new();
     for name in ["mmsi", "lat", "lon", "speed"] {
         schema.field(name);
     }
-    let fns = compile(QUERY, &mut schema.clone(), &Options::default()).unwrap().remotes;
+    let fns = compile(query, &mut schema.clone(), &Options::default()).unwrap().remotes;
     let events: Vec<Event> = csv
         .lines()
         .skip(1)
@@ -456,5 +466,67 @@ fn faults_of_the_service_follow_the_failure_policy() {
             assert!(!o.stdout.is_empty(), "{fault:?} {mode}: `apart` matches, unverified");
             assert!(o.stdout.lines().all(|l| l.contains("\"unverified\":true")), "{}", o.stdout);
         }
+    }
+}
+
+/// On a stream, a match that waits for its answers (lazy) goes out when
+/// they come, while the input is idle, not with the next event or at the
+/// end of the input: every match of the rows written is on stdout while
+/// stdin is still open. (The service takes 20 ms a call, so the last
+/// matches' answers are still on their way when the input runs dry; the
+/// query has no blocking statement, whose waits would let them come.)
+#[test]
+fn a_match_waiting_for_its_answer_goes_out_while_the_input_is_idle() {
+    use std::io::{BufRead, BufReader, Write};
+    use std::process::Stdio;
+    let dir = Scratch::new("remote", "idle");
+    let csv = ais_csv(6, 12);
+    let events = dir.write("ais.csv", &csv);
+    let encounter = &QUERY[..QUERY.find("QUERY apart").unwrap()];
+    let query = dir.write("q.cep", encounter);
+    let index = ProximityIndex::new(load_csv_file(std::path::Path::new(&events)).unwrap(), Config::default()).unwrap();
+    let want = reference_of(encounter, &csv, &index);
+    assert!(want.iter().any(|l| l.starts_with("encounter")), "{want:?}");
+    let service = Proximity::slow(index, Duration::from_millis(20));
+    let url = service.url();
+    for threads in ["1", "2"] {
+        let mut child = Command::new(CEP)
+            .args(["run", "--query", &query, "--events", "-", "--format", "csv", "--remote", &url])
+            .args(["--remote-mode", "lazy", "--threads", threads])
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::null())
+            .spawn()
+            .expect("cep runs");
+        let mut stdin = child.stdin.take().unwrap();
+        stdin.write_all(csv.as_bytes()).unwrap();
+        stdin.flush().unwrap();
+        let (tx, rx) = std::sync::mpsc::channel();
+        let stdout = child.stdout.take().unwrap();
+        let reader = std::thread::spawn(move || {
+            for line in BufReader::new(stdout).lines().map_while(Result::ok) {
+                let _ = tx.send(line);
+            }
+        });
+        let deadline = std::time::Instant::now() + Duration::from_secs(10);
+        let mut got = String::new();
+        let mut count = 0;
+        while count < want.len() {
+            let left = deadline.saturating_duration_since(std::time::Instant::now());
+            match rx.recv_timeout(left) {
+                Ok(line) => {
+                    got.push_str(&line);
+                    got.push('\n');
+                    count += 1;
+                }
+                Err(_) => break,
+            }
+        }
+        // Only now does the input end.
+        drop(stdin);
+        let status = child.wait().unwrap();
+        reader.join().unwrap();
+        assert!(status.success(), "threads {threads}");
+        assert_eq!(matches(&got), want, "threads {threads}: the matches out while stdin was open");
     }
 }

@@ -96,6 +96,15 @@ pub trait MatchEngine<E: StreamEvent> {
         false
     }
 
+    /// Takes the remote answers that have come, without waiting, and
+    /// settles the final matches that waited for them (lazy evaluation);
+    /// returns how many still wait. A job calls it while its input is idle,
+    /// so that such a match goes out when its answer comes, not with the
+    /// next event.
+    fn settle_answers(&mut self) -> usize {
+        0
+    }
+
     /// Whether the engine stopped at the state bound (it ignores events
     /// from then on).
     fn halted(&self) -> bool;

@@ -255,6 +255,12 @@ impl<E: StreamEvent> QueryEngine<E> {
         each!(self, x => MatchEngine::set_auto(x))
     }
 
+    /// Settles the final matches whose remote answers have come (see
+    /// [`MatchEngine::settle_answers`]); how many still wait.
+    pub fn settle_answers(&mut self) -> usize {
+        each!(self, x => MatchEngine::settle_answers(x))
+    }
+
     /// Whether the engine stopped at the state bound.
     pub fn halted(&self) -> bool {
         each!(self, x => MatchEngine::halted(x))

@@ -296,6 +296,7 @@ impl<W: JobOutput> Loop<'_, '_, W> {
     fn wait_for_input(&mut self, input: &mut dyn EventSource) -> Result<(), JobError> {
         self.driver.sync(self.sink).map_err(push_failed)?;
         self.sink.flush().map_err(write_failed)?;
+        self.settle_while_waiting(input)?;
         let Some(clock) = self.opts.idle else { return Ok(()) };
         let (since, base) = (Instant::now(), self.driver.watermark());
         while !input.wait(clock.idle) {
@@ -314,6 +315,34 @@ impl<W: JobOutput> Loop<'_, '_, W> {
         Ok(())
     }
 }
+
+impl<W: JobOutput> Loop<'_, '_, W> {
+    /// While matches wait for remote answers (lazy evaluation) and the
+    /// input has nothing: looks for answers every [`ANSWER_POLL`] and
+    /// writes the matches they settle, so that a match goes out when its
+    /// answer comes rather than with the next event. Returns when input
+    /// comes, nothing waits any more, or a stop is asked for.
+    fn settle_while_waiting(&mut self, input: &mut dyn EventSource) -> Result<(), JobError> {
+        if self.remote.is_none_or(|r| r.mode() == cep_core::remote::RemoteMode::Blocking) {
+            return Ok(());
+        }
+        loop {
+            let before = self.driver.emitted();
+            let waiting = self.driver.settle_answers(self.sink).map_err(push_failed)?;
+            if self.driver.emitted() != before {
+                self.sink.flush().map_err(write_failed)?;
+            }
+            if waiting == 0 || self.stopping() || input.wait(ANSWER_POLL) {
+                return Ok(());
+            }
+        }
+    }
+}
+
+/// How often a job whose input is idle looks for the remote answers its
+/// waiting matches need: about a loopback round trip, so that such a match
+/// is late by at most this much.
+const ANSWER_POLL: Duration = Duration::from_millis(1);
 
 /// What the state bound has to say: the job stopped at it (an error), or
 /// the first partial matches were dropped to stay within it (a warning).

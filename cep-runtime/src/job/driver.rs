@@ -58,6 +58,19 @@ impl Driver {
         }
     }
 
+    /// The matches whose remote answers came since the last event go to
+    /// the sink (lazy evaluation; on shards with a [`sync`](Self::sync));
+    /// returns how many still wait for answers.
+    pub(crate) fn settle_answers<W: Write>(&mut self, sink: &mut JsonLines<W>) -> Result<usize, PushError> {
+        match self {
+            Driver::One(r) => r.settle_answers(sink),
+            Driver::Sharded(r) => {
+                r.sync(sink.get_mut())?;
+                Ok(r.waiting_answers())
+            }
+        }
+    }
+
     pub(crate) fn advance_watermark<W: Write>(
         &mut self,
         wm: Timestamp,

@@ -789,6 +789,19 @@ impl Runner {
         self.emit_stepped(u64::MAX, sink, |engine| engine.advance(wm))
     }
 
+    /// Hands the sink the matches whose remote answers came since the last
+    /// event (lazy evaluation, LANGUAGE.md §8), without waiting; returns how
+    /// many matches still wait for answers. A stream whose input is idle
+    /// calls it, so that such a match goes out when its answer comes.
+    pub fn settle_answers(&mut self, sink: &mut impl Sink) -> Result<usize, PushError> {
+        let mut waiting = 0;
+        for (i, engine) in self.engines.iter_mut().enumerate() {
+            waiting += engine.settle_answers();
+            emit(i, engine, &self.infos, &mut self.summary, sink)?;
+        }
+        Ok(waiting)
+    }
+
     /// Ends the input: held events are released, pending deadlines fire and
     /// every engine empties.
     pub fn finish(&mut self, sink: &mut impl Sink) -> io::Result<()> {

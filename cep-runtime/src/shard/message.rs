@@ -77,5 +77,6 @@ pub(super) enum FromShard {
     /// Worker `i` is done with a block (and has dropped it).
     BlockDone(usize),
     /// A worker has run everything sent before a [`ToShard::Sync`].
-    Synced,
+    /// With the matches its slices still hold for remote answers.
+    Synced(usize),
 }

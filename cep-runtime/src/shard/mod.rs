@@ -246,6 +246,8 @@ pub struct ShardedRunner {
     merger: Option<Merger>,
     /// Workers that have answered the last [`ToShard::Sync`].
     synced: usize,
+    /// Matches waiting for remote answers at the last [`sync`](Self::sync).
+    waiting_answers: usize,
 }
 
 impl std::fmt::Debug for ShardedRunner {
@@ -411,6 +413,7 @@ impl ShardedRunner {
             blocks_held: vec![0; workers],
             merger: None,
             synced: 0,
+            waiting_answers: 0,
         })
     }
 
@@ -675,6 +678,16 @@ impl ShardedRunner {
         }
         // (A send may ask a slice back.)
         self.settle(out)?;
+        // Matches whose remote answers came, on the slices run here (each
+        // worker settles its own at the `Sync`).
+        let mut waiting = 0;
+        let batches = &mut self.batches;
+        for slot in &mut batches.slots {
+            if let Slot::Here(runner, _) = slot {
+                waiting += runner.settle_answers(&mut batches.here)?;
+            }
+        }
+        self.waiting_answers = waiting;
         self.synced = 0;
         for w in 0..self.batches.txs.len() {
             let sent = self.batches.deliver(w, ToShard::Sync).map_err(PushError::Io);
@@ -682,6 +695,13 @@ impl ShardedRunner {
         }
         self.take_until(out, |r| r.synced == r.batches.txs.len())?;
         self.write_output(out)
+    }
+
+    /// Matches that were waiting for remote answers at the last
+    /// [`sync`](Self::sync) (lazy evaluation): while some are, a job whose
+    /// input is idle syncs again, so that they go out as their answers come.
+    pub fn waiting_answers(&self) -> usize {
+        self.waiting_answers
     }
 
     /// An aligned checkpoint: every event released so far is sent, then a

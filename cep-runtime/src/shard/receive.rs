@@ -98,7 +98,10 @@ impl ShardedRunner {
                 self.failed.get_or_insert(why);
             }
             FromShard::BlockDone(i) => self.blocks_held[i] -= 1,
-            FromShard::Synced => self.synced += 1,
+            FromShard::Synced(waiting) => {
+                self.synced += 1;
+                self.waiting_answers += waiting;
+            }
         }
         Ok(())
     }

@@ -97,11 +97,22 @@ impl Shard {
                     Ok(())
                 }
                 ToShard::Sync => {
-                    // After the output (and, ordered, after the lines of
+                    // The matches whose remote answers came since the last
+                    // step, then the output (ordered: after the lines of
                     // every step before, each sent at its step's end).
-                    self.send_output(&mut sink, false);
-                    let _ = self.out.send(FromShard::Synced);
-                    Ok(())
+                    let mut waiting = 0;
+                    let mut settled = Ok(());
+                    for (_, runner) in self.mine() {
+                        match runner.settle_answers(&mut sink) {
+                            Ok(n) => waiting += n,
+                            Err(e) => settled = Err(e.to_string()),
+                        }
+                    }
+                    // With ordered output, a step of its own on every shard
+                    // (each gets the `Sync`): the merger writes it whole.
+                    self.send_output(&mut sink, true);
+                    let _ = self.out.send(FromShard::Synced(waiting));
+                    settled
                 }
             };
             if let Err(err) = result {

@@ -534,6 +534,11 @@ impl<E: StreamEvent> MatchEngine<E> for Engine<E> {
         self.advance(wm);
     }
 
+    fn settle_answers(&mut self) -> usize {
+        self.pump(None);
+        self.parked()
+    }
+
     fn finish(&mut self) {
         self.finish();
     }
