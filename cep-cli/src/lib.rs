@@ -7,6 +7,7 @@ use clap::{Parser, Subcommand};
 mod check;
 mod demo;
 mod input;
+mod kafka;
 mod progress;
 pub mod run;
 

@@ -22,6 +22,7 @@ use clap::Args;
 
 use crate::Failure;
 use crate::input::{SCHEMA_PREFIX, open_events_counted, read_failure, read_query, time_unit};
+use crate::kafka;
 use crate::progress::Progress;
 
 /// Options of `cep run` (LANGUAGE.md §6).
@@ -33,12 +34,21 @@ pub struct RunArgs {
     /// Level alerts file (`id,key,field,direction,level,band`).
     #[arg(long, value_name = "FILE")]
     levels: Option<PathBuf>,
-    /// Events: a CSV or JSON-lines file, or `-` for stdin.
-    #[arg(long, value_name = "FILE|-", default_value = "-")]
+    /// Events: a CSV or JSON-lines file, `-` for stdin, or a Kafka topic
+    /// (`kafka://HOST:PORT/TOPIC`: every partition from the start, one
+    /// JSON-lines event per message; needs a build with `--features kafka`).
+    #[arg(long, value_name = "FILE|-|kafka://HOST:PORT/TOPIC", default_value = "-")]
     events: String,
-    /// Write matches here instead of stdout.
-    #[arg(long, value_name = "FILE")]
+    /// Write matches here instead of stdout: a file, or a Kafka topic
+    /// (`kafka://HOST:PORT/TOPIC`, one message per line keyed by its
+    /// partition key).
+    #[arg(long, value_name = "FILE|kafka://HOST:PORT/TOPIC")]
     out: Option<PathBuf>,
+    /// Reading a Kafka topic: stop at its end as it was when the run
+    /// started (replays, tests). Without it the run goes on until SIGINT or
+    /// SIGTERM, then writes what it found and exits 0.
+    #[arg(long)]
+    until_end: bool,
     /// Input format (default: from the extension; stdin is sniffed).
     #[arg(long, value_name = "csv|jsonl")]
     format: Option<String>,
@@ -190,15 +200,30 @@ pub fn run(args: RunArgs) -> Result<(), Failure> {
     let (engine, construction) = engine_options(&args.engine, &args.construction)?;
     let split = parse_split(&args.parallel)?;
     let idle_timeout = args.idle_timeout.as_deref().map(|s| parse_wall(s, "--idle-timeout")).transpose()?;
+    let kafka_in = kafka::is_kafka(&args.events);
+    let kafka_out = match args.out.as_deref().filter(|p| kafka::is_kafka_out(Some(p))) {
+        Some(p) => Some(kafka::url(p.to_str().unwrap_or_default(), "--out")?),
+        None => None,
+    };
+    check_kafka_flags(&args, kafka_in, kafka_out.is_some())?;
 
     // A progress line on stderr when reading a file with stderr on a terminal.
-    let mut progress = Progress::for_input(&args.events);
-    let counter = progress.as_ref().map(|p| p.read.clone());
-    let mut input = open_events_counted(&args.events, args.format.as_deref(), counter)?;
-    // A file is read ahead to learn its schema; a stream is not, so that its
-    // first matches are not held back (its fields come from the CSV header).
-    let limit = if input.is_stream() { 0 } else { SCHEMA_PREFIX };
-    let ahead = input.read_ahead(limit, skip_bad);
+    let mut progress = if kafka_in { None } else { Progress::for_input(&args.events) };
+    let mut stop = None;
+    let mut input = if kafka_in {
+        let url = kafka::url(&args.events, "--events")?;
+        stop = Some(kafka::stop_on_signals()?);
+        kafka::source(&url, args.until_end, idle_timeout)?
+    } else {
+        let counter = progress.as_ref().map(|p| p.read.clone());
+        let mut input = open_events_counted(&args.events, args.format.as_deref(), counter)?;
+        // A file is read ahead to learn its schema; a stream is not, so that
+        // its first matches are not held back (its fields come from the CSV
+        // header).
+        let limit = if input.is_stream() { 0 } else { SCHEMA_PREFIX };
+        let ahead = input.read_ahead(limit, skip_bad);
+        JobInput::file(input, ahead)
+    };
     let queries = args.query.as_deref().map(read_query).transpose()?.into_iter().collect();
     let spec_late = late.clone();
     let remote = remote_spec(&args)?;
@@ -222,20 +247,32 @@ pub fn run(args: RunArgs) -> Result<(), Failure> {
         idle_timeout,
         checkpoint: args.checkpoint.clone().map(|dir| CheckpointSpec { dir, every, resume: args.resume }),
     };
-    let mut input = JobInput::file(input, ahead);
     let mut job = Job::build(spec, &mut input, &mut |note| eprint!("{note}")).map_err(job_failure)?;
+    if let Some(stop) = stop {
+        job.set_stop_handle(stop);
+    }
 
     let (output_bytes, pending) = job.resumed().map_or((0, Vec::new()), |r| (r.output_bytes, r.output_pending.clone()));
-    let out = match &args.out {
-        Some(p) if args.resume => FileOutput::resume(p, output_bytes, &pending),
-        Some(p) => FileOutput::create(p),
-        None => Ok(FileOutput::stdout()),
-    };
-    let out = out.map_err(|e| {
-        Failure::other(format!("cannot write {}: {e}", args.out.as_deref().unwrap_or(Path::new("-")).display()))
-    })?;
     let watch = progress.as_mut().map(|p| p as &mut dyn cep_runtime::job::Progress);
-    let result = job.run(input, out, watch);
+    // A Kafka sink's messages are all acknowledged at the end (`synced`):
+    // one refused is an error, as a write error is.
+    let mut synced = Ok(());
+    let result = if let Some(url) = &kafka_out {
+        let mut sink = kafka::sink(url)?;
+        let result = job.run(input, &mut sink, watch);
+        synced = cep_io::LineSink::sync(&mut sink);
+        result
+    } else {
+        let out = match &args.out {
+            Some(p) if args.resume => FileOutput::resume(p, output_bytes, &pending),
+            Some(p) => FileOutput::create(p),
+            None => Ok(FileOutput::stdout()),
+        };
+        let out = out.map_err(|e| {
+            Failure::other(format!("cannot write {}: {e}", args.out.as_deref().unwrap_or(Path::new("-")).display()))
+        })?;
+        job.run(input, out, watch)
+    };
     if let Some(cap) = args.max_partials_per_key
         && job.dropped() > 0
         && on_state_limit == OnLimit::Fail
@@ -272,6 +309,12 @@ pub fn run(args: RunArgs) -> Result<(), Failure> {
             eprintln!("stats: threads: {note}");
         }
     }
+    if let (Err(e), Ok(_)) = (&synced, &result) {
+        return Err(Failure::other(format!(
+            "error: cannot write {}: {e}",
+            args.out.as_deref().unwrap_or(Path::new("-")).display()
+        )));
+    }
     match result {
         Ok(_) => Ok(()),
         // A closed pipe ends the run quietly, as filters do (LANGUAGE.md
@@ -285,6 +328,23 @@ pub fn run(args: RunArgs) -> Result<(), Failure> {
             })
         }
     }
+}
+
+/// The flags that do not go with a Kafka topic, or only with one.
+fn check_kafka_flags(args: &RunArgs, kafka_in: bool, kafka_out: bool) -> Result<(), Failure> {
+    if args.until_end && !kafka_in {
+        return Err(Failure::bad_input("--until-end applies to a Kafka topic (--events kafka://HOST:PORT/TOPIC)"));
+    }
+    if kafka_in && args.format.as_deref().is_some_and(|f| f != "jsonl") {
+        return Err(Failure::bad_input("a Kafka topic's messages are JSON lines: --format jsonl, or no --format"));
+    }
+    if (kafka_in || kafka_out) && args.checkpoint.is_some() {
+        return Err(Failure::bad_input(
+            "--checkpoint with a Kafka topic is not built yet (exactly-once output, issue 39): \
+             run without it, at least once (each match's stable `id` lets a consumer drop repeats)",
+        ));
+    }
+    Ok(())
 }
 
 /// The default `--max-state` where the machine's memory cannot be read.

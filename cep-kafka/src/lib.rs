@@ -10,6 +10,10 @@ pub mod admin;
 #[cfg(feature = "kafka")]
 mod error;
 #[cfg(feature = "kafka")]
+pub mod sink;
+#[cfg(feature = "kafka")]
+pub mod source;
+#[cfg(feature = "kafka")]
 pub mod testing;
 
 #[cfg(feature = "kafka")]
@@ -18,5 +22,9 @@ pub use error::Error;
 /// than this crate wraps (tests, first of all).
 #[cfg(feature = "kafka")]
 pub use rdkafka;
+#[cfg(feature = "kafka")]
+pub use sink::KafkaSink;
+#[cfg(feature = "kafka")]
+pub use source::{KafkaSource, SourceConfig};
 pub use support::{ENABLED, KafkaDisabled};
 pub use url::{KafkaUrl, TopicProblem, UrlError};

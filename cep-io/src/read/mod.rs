@@ -444,6 +444,15 @@ pub trait EventSource {
         true
     }
 
+    /// The schema the job compiled its queries against (the fields they
+    /// name, with their ids), before the first event is read: a source
+    /// that parses text (a Kafka topic's messages, say) reads with it from
+    /// then on, keeping only the fields of `keep` (all with `None`), so
+    /// that its events carry the fields the queries read under the ids
+    /// they read them by. The default does nothing: a source that builds
+    /// its events with the schema it was given needs nothing more.
+    fn use_schema(&mut self, _schema: &cep_core::Schema, _keep: Option<&[cep_core::FieldId]>) {}
+
     /// The next block of events whole, if this source was read in blocks
     /// without a partition (see
     /// [`ParallelReader::take_events`](crate::parallel::ParallelReader::take_events));

@@ -250,6 +250,9 @@ impl<W: JobOutput> Loop<'_, '_, W> {
             }
             if self.opts.streaming && input.would_wait() {
                 self.wait_for_input(input)?;
+                // Input came, or a stop was asked for (then the read would
+                // wait for input that may never come): look again.
+                continue;
             }
             match input.next_event(&mut batch[held]) {
                 Ok(true) => {
@@ -297,7 +300,12 @@ impl<W: JobOutput> Loop<'_, '_, W> {
         self.driver.sync(self.sink).map_err(push_failed)?;
         self.sink.flush().map_err(write_failed)?;
         self.settle_while_waiting(input)?;
-        let Some(clock) = self.opts.idle else { return Ok(()) };
+        let Some(clock) = self.opts.idle else {
+            // Waits here rather than in the read, so that a stop asked for
+            // meanwhile (SIGTERM on a topic with no end) is seen.
+            while !input.wait(STOP_POLL) && !self.stopping() {}
+            return Ok(());
+        };
         let (since, base) = (Instant::now(), self.driver.watermark());
         while !input.wait(clock.idle) {
             if self.stopping() {
@@ -338,6 +346,10 @@ impl<W: JobOutput> Loop<'_, '_, W> {
         }
     }
 }
+
+/// How often a job whose input is idle and has no idle clock looks whether
+/// a stop was asked for.
+const STOP_POLL: Duration = Duration::from_millis(100);
 
 /// How often a job whose input is idle looks for the remote answers its
 /// waiting matches need: about a loopback round trip, so that such a match

@@ -355,6 +355,10 @@ impl Job {
             warn_unwatched(input.schema(), &spec, report);
             read_fields.extend(assemble::alert_fields(&spec, input.schema_mut()));
         }
+        if let Source::Events(source, schema) = &mut input.source {
+            let keep = (!matches!(spec.late, LatePolicy::Side(_))).then_some(&read_fields[..]);
+            source.use_schema(schema, keep);
+        }
         if let Source::File(file) = &mut input.source {
             let reader = file.reader_mut();
             reader.set_observe(false);

@@ -1,0 +1,261 @@
+//! `--events kafka://…` and `--out kafka://…` through the binary
+//! (LANGUAGE.md §9), against a real Kafka-protocol broker (Tansu, started
+//! by each test on loopback: `cep_kafka::testing::Broker`; `bash
+//! .ci/install-kafka-broker` installs it). Built with `--features kafka`;
+//! without it, a Kafka URL is refused with how to get it.
+
+mod common;
+use common::{CEP, Output, Scratch};
+
+use std::process::Command;
+
+fn cep(args: &[&str]) -> Output {
+    Output::of(Command::new(CEP).args(args).output().expect("cep runs"), args)
+}
+
+#[cfg(not(feature = "kafka"))]
+#[test]
+fn without_the_feature_a_kafka_url_says_how_to_get_it() {
+    let dir = Scratch::new("kafka", "disabled");
+    let query = dir.write("q.cep", "PATTERN SEQ(A a, B b)");
+    for args in [
+        vec!["run", "--query", &query, "--events", "kafka://127.0.0.1:9/ticks"],
+        vec!["run", "--query", &query, "--events", &query, "--out", "kafka://127.0.0.1:9/matches"],
+    ] {
+        let o = cep(&args);
+        assert_eq!(o.code, Some(2), "{o:#?}");
+        assert!(o.stderr.contains("--features kafka"), "{o:#?}");
+    }
+}
+
+#[cfg(feature = "kafka")]
+mod with_a_broker {
+    use std::collections::BTreeSet;
+    use std::time::{Duration, Instant};
+
+    use cep_bench::w1::{RISE_SPIKE, Ticks};
+    use cep_kafka::rdkafka::config::ClientConfig;
+    use cep_kafka::rdkafka::consumer::{BaseConsumer, Consumer};
+    use cep_kafka::rdkafka::error::KafkaError;
+    use cep_kafka::rdkafka::message::Message;
+    use cep_kafka::rdkafka::producer::{BaseProducer, BaseRecord, Producer};
+    use cep_kafka::rdkafka::{Offset, TopicPartitionList};
+    use cep_kafka::testing::Broker;
+
+    use super::*;
+
+    const TIMEOUT: Duration = Duration::from_secs(20);
+
+    /// Sends `(key, payload)` messages to `topic`, each key to one
+    /// partition (the client's hash of the key), and waits for every ack.
+    fn produce(broker: &Broker, topic: &str, messages: &[(String, String)]) {
+        let producer: BaseProducer =
+            ClientConfig::new().set("bootstrap.servers", broker.bootstrap()).create().expect("producer");
+        for (key, payload) in messages {
+            loop {
+                match producer.send(BaseRecord::to(topic).key(key).payload(payload)) {
+                    Ok(()) => break,
+                    Err((e, _)) => {
+                        assert!(matches!(e, KafkaError::MessageProduction(_)), "send: {e}");
+                        producer.poll(Duration::from_millis(10));
+                    }
+                }
+            }
+        }
+        producer.flush(TIMEOUT).expect("every message acknowledged");
+    }
+
+    /// Every message of `topic` now (all partitions, to their ends), as
+    /// (key, payload).
+    fn consume(broker: &Broker, topic: &str) -> Vec<(String, String)> {
+        let partitions = cep_kafka::admin::partitions(&broker.bootstrap(), topic, TIMEOUT).expect("partitions");
+        let consumer: BaseConsumer = ClientConfig::new()
+            .set("bootstrap.servers", broker.bootstrap())
+            .set("group.id", "cep-cli-test-reader")
+            .set("enable.auto.commit", "false")
+            .set("enable.partition.eof", "true")
+            .create()
+            .expect("consumer");
+        let mut tpl = TopicPartitionList::new();
+        for &p in &partitions {
+            tpl.add_partition_offset(topic, p, Offset::Beginning).unwrap();
+        }
+        consumer.assign(&tpl).unwrap();
+        let (mut ended, mut out) = (BTreeSet::new(), Vec::new());
+        let deadline = Instant::now() + TIMEOUT;
+        while ended.len() < partitions.len() {
+            assert!(Instant::now() < deadline, "the topic's end did not come");
+            match consumer.poll(Duration::from_millis(100)) {
+                Some(Ok(m)) => out.push((
+                    String::from_utf8_lossy(m.key().unwrap_or_default()).into_owned(),
+                    String::from_utf8_lossy(m.payload().unwrap_or_default()).into_owned(),
+                )),
+                Some(Err(KafkaError::PartitionEOF(p))) => {
+                    ended.insert(p);
+                }
+                Some(Err(e)) => panic!("consumer: {e}"),
+                None => {}
+            }
+        }
+        out
+    }
+
+    /// W1's ticks as JSON lines, and as messages keyed by their key.
+    fn ticks(n: usize) -> (String, Vec<(String, String)>) {
+        let mut lines = String::new();
+        let mut messages = Vec::new();
+        for t in Ticks::new(n) {
+            let line =
+                format!(r#"{{"type":"Tick","ts":{},"key":{},"price":{},"vol":{}}}"#, t.ts, t.key, t.price, t.vol);
+            lines.push_str(&line);
+            lines.push('\n');
+            messages.push((t.key.to_string(), line));
+        }
+        (lines, messages)
+    }
+
+    fn sorted(lines: impl IntoIterator<Item = String>) -> Vec<String> {
+        let mut v: Vec<String> = lines.into_iter().collect();
+        v.sort();
+        v
+    }
+
+    /// rise_spike from a topic of 3 partitions to a topic: the matches of
+    /// the same ticks read from a file, each keyed by its partition key.
+    #[test]
+    fn rise_spike_from_kafka_to_kafka_equals_the_file_run() {
+        let broker = Broker::start();
+        let dir = Scratch::new("kafka", "w1");
+        let (lines, messages) = ticks(200_000);
+        let file = dir.write("ticks.jsonl", &lines);
+        let query = dir.write("q.cep", RISE_SPIKE);
+        let want = cep(&["run", "--query", &query, "--events", &file, "--threads", "1"]);
+        assert_eq!(want.code, Some(0), "{want:#?}");
+        let want = sorted(want.stdout.lines().map(str::to_owned));
+        assert!(want.len() > 10, "the ticks make matches");
+        let bootstrap = broker.bootstrap();
+        cep_kafka::admin::create_topic(&bootstrap, "ticks", 3, TIMEOUT).unwrap();
+        cep_kafka::admin::create_topic(&bootstrap, "matches", 3, TIMEOUT).unwrap();
+        produce(&broker, "ticks", &messages);
+        let (events, out) = (format!("kafka://{bootstrap}/ticks"), format!("kafka://{bootstrap}/matches"));
+        for threads in ["1", "2"] {
+            let args =
+                ["run", "--query", &query, "--events", &events, "--out", &out, "--until-end", "--threads", threads];
+            let o = cep(&args);
+            assert_eq!(o.code, Some(0), "{o:#?}");
+            assert!(o.stderr.contains(&format!("summary: {} rows read", messages.len())), "{o:#?}");
+        }
+        let got = consume(&broker, "matches");
+        for (key, line) in &got {
+            let m: serde_json::Value = serde_json::from_str(line).unwrap();
+            assert_eq!(key, &m["key"].to_string(), "keyed by the partition key");
+        }
+        // Two runs wrote the same matches (at least once, no checkpoints).
+        let mut twice: Vec<String> = want.iter().flat_map(|l| [l.clone(), l.clone()]).collect();
+        twice.sort();
+        assert_eq!(sorted(got.into_iter().map(|(_, l)| l)), twice);
+    }
+
+    /// A message that is not an event follows `--on-bad-row`, named by
+    /// topic, partition and offset.
+    #[test]
+    fn bad_messages_follow_on_bad_row() {
+        let broker = Broker::start();
+        let dir = Scratch::new("kafka", "bad");
+        let query = dir.write("q.cep", "PATTERN SEQ(A a, B b) WHERE [k]");
+        let bootstrap = broker.bootstrap();
+        cep_kafka::admin::create_topic(&bootstrap, "in", 1, TIMEOUT).unwrap();
+        let good = |ty: &str, ts: i64| (String::from("1"), format!(r#"{{"type":"{ty}","ts":{ts},"k":1}}"#));
+        produce(&broker, "in", &[good("A", 1), ("1".into(), "{not json".into()), good("B", 2)]);
+        let events = format!("kafka://{bootstrap}/in");
+        let skip = cep(&["run", "--query", &query, "--events", &events, "--until-end", "--on-bad-row", "skip"]);
+        assert_eq!(skip.code, Some(0), "{skip:#?}");
+        assert_eq!(skip.stdout.lines().count(), 1, "{skip:#?}");
+        assert!(skip.stderr.contains(&format!("warning: skipped: {events}")), "{skip:#?}");
+        assert!(skip.stderr.contains("partition 0, offset 1"), "{skip:#?}");
+        let fail = cep(&["run", "--query", &query, "--events", &events, "--until-end"]);
+        assert_eq!(fail.code, Some(2), "{fail:#?}");
+        assert!(fail.stderr.contains("partition 0, offset 1"), "{fail:#?}");
+    }
+
+    /// A topic the broker does not have, and a broker that is not there:
+    /// an error naming it (exit 2), within the broker timeout.
+    #[test]
+    fn a_missing_topic_or_broker_is_an_error() {
+        let broker = Broker::start();
+        let dir = Scratch::new("kafka", "missing");
+        let query = dir.write("q.cep", "PATTERN SEQ(A a, B b)");
+        let events = format!("kafka://{}/nothing-here", broker.bootstrap());
+        let o = cep(&["run", "--query", &query, "--events", &events, "--until-end"]);
+        assert_eq!(o.code, Some(2), "{o:#?}");
+        assert!(o.stderr.contains("no topic \"nothing-here\""), "{o:#?}");
+        let port = broker.port();
+        drop(broker);
+        let start = Instant::now();
+        let gone = format!("kafka://127.0.0.1:{port}/ticks");
+        let o = cep(&["run", "--query", &query, "--events", &gone, "--until-end"]);
+        assert_eq!(o.code, Some(2), "{o:#?}");
+        assert!(o.stderr.contains(&gone), "{o:#?}");
+        assert!(start.elapsed() < Duration::from_secs(30), "{:?}", start.elapsed());
+    }
+
+    /// Without `--until-end` the run follows the topic until SIGTERM (or
+    /// SIGINT), then writes what it found and exits 0.
+    #[test]
+    fn sigterm_ends_a_run_that_follows_the_topic() {
+        use std::io::{BufRead, BufReader};
+        use std::process::Stdio;
+        let broker = Broker::start();
+        let dir = Scratch::new("kafka", "sigterm");
+        let query = dir.write("q.cep", "PATTERN SEQ(A a, B b) WHERE [k]");
+        let bootstrap = broker.bootstrap();
+        cep_kafka::admin::create_topic(&bootstrap, "in", 2, TIMEOUT).unwrap();
+        let ev = |ty: &str, ts: i64, k: i64| (k.to_string(), format!(r#"{{"type":"{ty}","ts":{ts},"k":{k}}}"#));
+        produce(&broker, "in", &[ev("A", 1, 1), ev("A", 2, 2), ev("B", 3, 1), ev("B", 4, 2)]);
+        let events = format!("kafka://{bootstrap}/in");
+        let mut child = Command::new(CEP)
+            .args(["run", "--query", &query, "--events", &events, "--idle-timeout", "200ms"])
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap();
+        // The first match comes while the run goes on (the topic has no end).
+        let mut lines = BufReader::new(child.stdout.take().unwrap()).lines();
+        let first = lines.next().expect("a match").unwrap();
+        assert!(first.contains(r#""key":1"#) || first.contains(r#""key":2"#), "{first}");
+        let kill = Command::new("kill").args(["-TERM", &child.id().to_string()]).status().unwrap();
+        assert!(kill.success());
+        let deadline = Instant::now() + TIMEOUT;
+        let status = loop {
+            if let Some(s) = child.try_wait().unwrap() {
+                break s;
+            }
+            assert!(Instant::now() < deadline, "cep did not stop on SIGTERM");
+            std::thread::sleep(Duration::from_millis(20));
+        };
+        let mut stderr = String::new();
+        std::io::Read::read_to_string(&mut child.stderr.take().unwrap(), &mut stderr).unwrap();
+        assert_eq!(status.code(), Some(0), "{stderr}");
+        assert!(stderr.contains("summary: 4 rows read"), "{stderr}");
+        let rest: Vec<String> = lines.map_while(Result::ok).collect();
+        assert_eq!(rest.len(), 1, "both matches out: {first} {rest:?}");
+    }
+
+    /// Flags that do not go with a topic are refused.
+    #[test]
+    fn flags_that_do_not_fit_a_topic_are_refused() {
+        let dir = Scratch::new("kafka", "flags");
+        let query = dir.write("q.cep", "PATTERN SEQ(A a, B b)");
+        let topic = "kafka://127.0.0.1:9/in";
+        for (args, says) in [
+            (vec!["--events", topic, "--format", "csv"], "JSON lines"),
+            (vec!["--events", topic, "--checkpoint", "cp"], "--checkpoint with a Kafka topic"),
+            (vec!["--events", &query, "--until-end"], "--until-end applies to a Kafka topic"),
+            (vec!["--events", "kafka://nowhere/in"], "kafka://nowhere/in"),
+        ] {
+            let o = cep(&[&["run", "--query", &query][..], &args].concat());
+            assert_eq!(o.code, Some(2), "{o:#?}");
+            assert!(o.stderr.contains(says), "{says}: {o:#?}");
+        }
+    }
+}
