@@ -166,6 +166,15 @@ pub fn fill(e: &mut Event, t: &Tick, tick_type: cep_core::Sym) {
     e.fields.extend([Value::Int(t.key), Value::Int(t.price), Value::Int(t.vol)]);
 }
 
+/// Writes the first `n` ticks as JSON lines (one object per tick: `type`,
+/// `ts`, `key`, `price`, `vol`), as a Kafka topic carries them.
+pub fn write_jsonl(out: &mut impl Write, n: usize) -> io::Result<()> {
+    for t in Ticks::new(n) {
+        writeln!(out, r#"{{"type":"Tick","ts":{},"key":{},"price":{},"vol":{}}}"#, t.ts, t.key, t.price, t.vol)?;
+    }
+    Ok(())
+}
+
 /// Writes the first `n` ticks as CSV (`type,ts,key,price,vol`).
 pub fn write_csv(out: &mut impl Write, n: usize) -> io::Result<()> {
     writeln!(out, "type,ts,key,price,vol")?;

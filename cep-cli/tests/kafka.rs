@@ -102,15 +102,10 @@ mod with_a_broker {
 
     /// W1's ticks as JSON lines, and as messages keyed by their key.
     fn ticks(n: usize) -> (String, Vec<(String, String)>) {
-        let mut lines = String::new();
-        let mut messages = Vec::new();
-        for t in Ticks::new(n) {
-            let line =
-                format!(r#"{{"type":"Tick","ts":{},"key":{},"price":{},"vol":{}}}"#, t.ts, t.key, t.price, t.vol);
-            lines.push_str(&line);
-            lines.push('\n');
-            messages.push((t.key.to_string(), line));
-        }
+        let mut bytes = Vec::new();
+        cep_bench::w1::write_jsonl(&mut bytes, n).unwrap();
+        let lines = String::from_utf8(bytes).unwrap();
+        let messages = lines.lines().zip(Ticks::new(n)).map(|(l, t)| (t.key.to_string(), l.to_owned())).collect();
         (lines, messages)
     }
 

@@ -24,12 +24,18 @@ pub(crate) fn create_dir(dir: &Path) -> Result<(), String> {
     std::fs::create_dir_all(dir).map_err(|e| format!("{}: {e}", dir.display()))
 }
 
-/// `cargo xtask csv DIR --ticks N`: the W1 ticks and the rise_spike query.
-pub fn w1(dir: &Path, ticks: usize) -> Result<(), String> {
+/// `cargo xtask csv DIR --ticks N [--jsonl]`: the W1 ticks (and as JSON
+/// lines) and the rise_spike query.
+pub fn w1(dir: &Path, ticks: usize, jsonl: bool) -> Result<(), String> {
     eprintln!("{BUILD_NOTE}");
     create_dir(dir)?;
     let path = dir.join("w1.csv");
     write_file(&path, |out| w1::write_csv(out, ticks))?;
+    if jsonl {
+        let path = dir.join("w1.jsonl");
+        write_file(&path, |out| w1::write_jsonl(out, ticks))?;
+        println!("wrote {ticks} ticks as JSON lines to {}", path.display());
+    }
     let q = dir.join("rise_spike.cep");
     std::fs::write(&q, w1::RISE_SPIKE).map_err(|e| format!("{}: {e}", q.display()))?;
     println!("wrote {ticks} ticks to {} and the query to {}", path.display(), q.display());

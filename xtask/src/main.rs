@@ -45,6 +45,9 @@ enum Command {
         /// How many ticks (default: DESIGN.md's 3,000,000).
         #[arg(long, default_value_t = cep_bench::w1::TICKS)]
         ticks: usize,
+        /// Also write them as JSON lines, DIR/w1.jsonl (what a Kafka topic carries).
+        #[arg(long)]
+        jsonl: bool,
     },
     /// Writes synthetic AIS positions near Brest to DIR/ais.csv, the W7 query to DIR/encounter.cep, and DIR/README.txt.
     Ais {
@@ -74,7 +77,7 @@ fn main() -> ExitCode {
     let cli = Cli::parse();
     let result = match cli.command {
         Command::Bench(args) => bench::main(&args),
-        Command::Csv { dir, ticks } => csv::w1(&dir, ticks).map(|()| ExitCode::SUCCESS),
+        Command::Csv { dir, ticks, jsonl } => csv::w1(&dir, ticks, jsonl).map(|()| ExitCode::SUCCESS),
         Command::Ais { dir, vessels, minutes, seed } => {
             ais::main(&dir, ais::Params { vessels, minutes, seed }).map(|()| ExitCode::SUCCESS)
         }
