@@ -138,9 +138,13 @@ fn consume(url: &KafkaUrl) -> Result<(), String> {
         match consumer.poll(Duration::from_millis(100)) {
             Some(Ok(m)) => {
                 last = Instant::now();
-                out.write_all(m.payload().unwrap_or_default())
-                    .and_then(|()| out.write_all(b"\n"))
-                    .map_err(|e| e.to_string())?;
+                let written = out.write_all(m.payload().unwrap_or_default()).and_then(|()| out.write_all(b"\n"));
+                match written {
+                    Ok(()) => {}
+                    // The reader has what it wanted (`| head`).
+                    Err(e) if e.kind() == std::io::ErrorKind::BrokenPipe => return Ok(()),
+                    Err(e) => return Err(e.to_string()),
+                }
             }
             Some(Err(KafkaError::PartitionEOF(p))) => {
                 last = Instant::now();
@@ -150,5 +154,8 @@ fn consume(url: &KafkaUrl) -> Result<(), String> {
             None => {}
         }
     }
-    out.flush().map_err(|e| e.to_string())
+    match out.flush() {
+        Err(e) if e.kind() != std::io::ErrorKind::BrokenPipe => Err(e.to_string()),
+        _ => Ok(()),
+    }
 }
