@@ -278,19 +278,25 @@ fn lazy_settles_early_on_a_long_stream() {
     assert_eq!(stats.settled_true as usize, want.len(), "{stats:?}");
 }
 
-/// `auto` measures the answer delay: with answers at once (an in-process
-/// function) it waits for them; with a millisecond's delay it goes on
-/// lazily; the matches are the reference's either way.
-#[test]
-fn auto_follows_the_answer_delay() {
-    let mut rng = cep_testkit::XorShift64::new(0xA070);
+/// 1,500 random events of types `A` and `B` over 4 keys (`seed`), for the
+/// `auto` tests.
+fn ab_stream(seed: u64) -> (Vec<cep_core::Event>, Schema) {
+    let mut rng = cep_testkit::XorShift64::new(seed);
     let specs: Vec<cep_testkit::arb::EventSpec> = (0..1500)
         .map(|_| {
             let ty = ["A", "B"][(rng.next_u64() % 2) as usize];
             (ty, 1, Some((rng.next_u64() % 4) as i64), Some((rng.next_u64() % 6) as i64), (rng.next_u64() % 4) as i64)
         })
         .collect();
-    let (events, schema) = cep_testkit::arb::build_events(&specs);
+    cep_testkit::arb::build_events(&specs)
+}
+
+/// `auto` measures the answer delay: with answers at once (an in-process
+/// function) it waits for them; with a millisecond's delay it goes on
+/// lazily; the matches are the reference's either way.
+#[test]
+fn auto_follows_the_answer_delay() {
+    let (events, schema) = ab_stream(0xA070);
     let case = Case { query: String::new(), events, schema };
     let text = format!("{DECL}PATTERN SEQ(A a, B b) WHERE strict-contiguity AND [k] AND f(b.x, b.y)");
     let want = reference(&text, &case);
@@ -329,14 +335,7 @@ fn auto_chooses_per_function() {
             _ => false,
         }
     }
-    let mut rng = cep_testkit::XorShift64::new(0xF6);
-    let specs: Vec<cep_testkit::arb::EventSpec> = (0..1500)
-        .map(|_| {
-            let ty = ["A", "B"][(rng.next_u64() % 2) as usize];
-            (ty, 1, Some((rng.next_u64() % 4) as i64), Some((rng.next_u64() % 6) as i64), (rng.next_u64() % 4) as i64)
-        })
-        .collect();
-    let (events, schema) = cep_testkit::arb::build_events(&specs);
+    let (events, schema) = ab_stream(0xF6);
     let text = "REMOTE f(a int, b int);\nREMOTE g(a int, b int);\n\
                 PATTERN SEQ(A a, B b) WHERE strict-contiguity AND [k] AND f(b.x, b.y) AND NOT g(a.x, b.y)";
     let file = parse(text).unwrap();
