@@ -118,6 +118,12 @@ pub struct CellRun {
     /// Wall-clock seconds from the first push to the end of `finish`
     /// (lazy: every parked match settled).
     pub seconds: f64,
+    /// The calling thread's CPU seconds over the same span, where the
+    /// system tells it (Linux: `/proc/thread-self/schedstat`). The run
+    /// is on that thread alone (one thread, the resolver answering there),
+    /// so where it never waits (no delay) this is its work, whatever else
+    /// the host runs.
+    pub cpu_seconds: Option<f64>,
     /// Calls the service evaluated.
     pub calls: u64,
 }
@@ -173,12 +179,14 @@ fn run(query: &str, events: &[Event], cell: Option<(Cell, RemoteMode)>, keep: bo
         }))
     };
     let mut rt = b.build(output).expect("the W7 query builds");
+    let cpu = thread_cpu_ns();
     let t = Instant::now();
     for e in events {
         rt.push(e).expect("an event in order");
     }
     rt.finish().expect("the run ends");
     let seconds = t.elapsed().as_secs_f64();
+    let cpu_seconds = cpu.zip(thread_cpu_ns()).map(|(a, b)| b.saturating_sub(a) as f64 / 1e9);
     let mut lines = std::mem::take(&mut *lines.lock().expect("not poisoned"));
     lines.sort_unstable();
     let mut h = DefaultHasher::new();
@@ -188,8 +196,16 @@ fn run(query: &str, events: &[Event], cell: Option<(Cell, RemoteMode)>, keep: bo
         matches: count.load(Ordering::Relaxed),
         digest: if keep { h.finish() } else { 0 },
         seconds,
+        cpu_seconds,
         calls: calls.load(Ordering::Relaxed),
     }
+}
+
+/// Nanoseconds the calling thread has run on a CPU (the first field of
+/// `/proc/thread-self/schedstat`), where the system tells it.
+fn thread_cpu_ns() -> Option<u64> {
+    let text = std::fs::read_to_string("/proc/thread-self/schedstat").ok()?;
+    text.split_whitespace().next()?.parse().ok()
 }
 
 /// The encounter query over `events` with `near` answered as `cell` says,
