@@ -126,10 +126,16 @@ pub struct CellRun {
     pub cpu_seconds: Option<f64>,
     /// Calls the service evaluated.
     pub calls: u64,
+    /// Of those, the calls it answered true (their share is the cell's
+    /// true ratio, up to the sample).
+    pub trues: u64,
 }
 
+/// What the simulated service counts: calls evaluated, and answered true.
+type Counts = Arc<[AtomicU64; 2]>;
+
 /// The resolver of a cell in `mode` (see the module doc).
-fn resolver(cell: Cell, mode: RemoteMode, calls: Arc<AtomicU64>) -> Box<dyn Resolver> {
+fn resolver(cell: Cell, mode: RemoteMode, counts: Counts) -> Box<dyn Resolver> {
     // Blocking sends each call as it is made (the shard waits); lazy and
     // auto (which may be lazy) let calls fill batches for a millisecond.
     let linger = if mode == RemoteMode::Blocking { Duration::ZERO } else { Duration::from_millis(1) };
@@ -140,13 +146,15 @@ fn resolver(cell: Cell, mode: RemoteMode, calls: Arc<AtomicU64>) -> Box<dyn Reso
         .with_max_in_flight(1024);
     let p = cell.ratio;
     Box::new(DelayResolver::new(config, move |_func: u16, a: &[Value]| {
-        calls.fetch_add(1, Ordering::Relaxed);
-        match (a[0], a[1], a[2], a[3]) {
+        let answer = match (a[0], a[1], a[2], a[3]) {
             (Value::Int(m), Value::Float(lat), Value::Float(lon), Value::Int(ts)) => {
                 cep_geo::ratio_answer(p, m, lat, lon, ts)
             }
             _ => false,
-        }
+        };
+        counts[0].fetch_add(1, Ordering::Relaxed);
+        counts[1].fetch_add(u64::from(answer), Ordering::Relaxed);
+        answer
     }))
 }
 
@@ -156,13 +164,13 @@ fn resolver(cell: Cell, mode: RemoteMode, calls: Arc<AtomicU64>) -> Box<dyn Reso
 /// only counted (digest 0), so that a query with many matches measures
 /// matching rather than the formatting and copying of its output.
 fn run(query: &str, events: &[Event], cell: Option<(Cell, RemoteMode)>, keep: bool) -> CellRun {
-    let calls = Arc::new(AtomicU64::new(0));
+    let counts: Counts = Arc::new([AtomicU64::new(0), AtomicU64::new(0)]);
     let lines = Arc::new(Mutex::new(Vec::new()));
     let count = Arc::new(AtomicU64::new(0));
     let (seen, counted_lines) = (lines.clone(), count.clone());
     let mut b = Runtime::builder().query(query).schema(schema()).threads(1);
     if let Some((cell, mode)) = cell {
-        let counted = calls.clone();
+        let counted = counts.clone();
         let make = Arc::new(move || Ok(resolver(cell, mode, counted.clone())));
         let functions = vec![("near".to_owned(), "in-process".to_owned())];
         b = b.remote(RemoteSpec::new(functions, make, OnFailure::Fail).with_mode(mode));
@@ -197,7 +205,8 @@ fn run(query: &str, events: &[Event], cell: Option<(Cell, RemoteMode)>, keep: bo
         digest: if keep { h.finish() } else { 0 },
         seconds,
         cpu_seconds,
-        calls: calls.load(Ordering::Relaxed),
+        calls: counts[0].load(Ordering::Relaxed),
+        trues: counts[1].load(Ordering::Relaxed),
     }
 }
 
@@ -257,8 +266,12 @@ mod tests {
         let l = run_cell(&ev, cell, RemoteMode::Lazy);
         assert_eq!((b.matches, b.digest), (l.matches, l.digest));
         assert!(b.matches > 0 && b.calls > b.matches, "{b:?}");
+        let share = b.trues as f64 / b.calls as f64;
+        assert!((0.4..0.6).contains(&share), "the service answers true for about half the calls: {b:?}");
+        assert_eq!((l.calls, l.trues), (b.calls, b.trues), "the same calls, the same answers");
         let none = run_cell(&ev, Cell { ratio: 0.0, ..cell }, RemoteMode::Lazy);
-        assert_eq!(none.matches, 0);
+        assert_eq!((none.matches, none.trues), (0, 0));
+        assert!(none.calls > 0);
     }
 
     #[test]
