@@ -133,22 +133,27 @@ impl KafkaSink {
     }
 }
 
-/// The key of an output line: its `key` member, as text (a string's own
-/// text; a number, boolean or object as JSON), or none for `null`, a line
-/// without one, or one that is not JSON.
+/// The key of an output line: its `key` member ([`member_text`]).
 fn key_of(line: &[u8]) -> Option<Vec<u8>> {
+    member_text(line, "key").map(String::into_bytes)
+}
+
+/// Member `field` of a JSON line as a message key: a string's own text, a
+/// number, boolean or object as JSON; none for `null`, a line without it,
+/// or one that is not JSON.
+pub fn member_text(line: &[u8], field: &str) -> Option<String> {
     let v: serde_json::Value = serde_json::from_slice(line).ok()?;
-    match v.get("key")? {
+    match v.get(field)? {
         serde_json::Value::Null => None,
-        serde_json::Value::String(s) => Some(s.clone().into_bytes()),
-        other => Some(other.to_string().into_bytes()),
+        serde_json::Value::String(s) => Some(s.clone()),
+        other => Some(other.to_string()),
     }
 }
 
 impl Write for KafkaSink {
     fn write(&mut self, buf: &[u8]) -> io::Result<usize> {
         let mut rest = buf;
-        while let Some(i) = memchr(b'\n', rest) {
+        while let Some(i) = memchr::memchr(b'\n', rest) {
             if self.partial.is_empty() {
                 self.send(&rest[..i])?;
             } else {
@@ -167,10 +172,6 @@ impl Write for KafkaSink {
         self.producer.poll(Duration::ZERO);
         self.check()
     }
-}
-
-fn memchr(b: u8, s: &[u8]) -> Option<usize> {
-    s.iter().position(|&c| c == b)
 }
 
 impl LineSink for KafkaSink {

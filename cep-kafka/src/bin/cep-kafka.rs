@@ -81,7 +81,7 @@ fn produce(url: &KafkaUrl, file: &str, key: Option<&str>) -> Result<(), String> 
         if line.trim().is_empty() {
             continue;
         }
-        let k = key.and_then(|f| key_of(&line, f));
+        let k = key.and_then(|f| cep_kafka::sink::member_text(line.as_bytes(), f));
         loop {
             let mut record = BaseRecord::to(url.topic()).payload(&line);
             if let Some(k) = k.as_deref() {
@@ -100,17 +100,6 @@ fn produce(url: &KafkaUrl, file: &str, key: Option<&str>) -> Result<(), String> 
     producer.flush(TIMEOUT).map_err(|e| format!("{url}: not all messages acknowledged: {e}"))?;
     eprintln!("cep-kafka: {sent} messages sent to {url}");
     Ok(())
-}
-
-/// The text of member `field` of a JSON line (a string's own text, any
-/// other value as JSON).
-fn key_of(line: &str, field: &str) -> Option<String> {
-    let v: serde_json::Value = serde_json::from_str(line).ok()?;
-    match v.get(field)? {
-        serde_json::Value::String(s) => Some(s.clone()),
-        serde_json::Value::Null => None,
-        other => Some(other.to_string()),
-    }
 }
 
 /// Prints every message of the topic, all partitions, to the end.
