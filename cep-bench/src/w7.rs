@@ -158,35 +158,23 @@ fn resolver(cell: Cell, mode: RemoteMode, counts: Counts) -> Box<dyn Resolver> {
     }))
 }
 
-/// Runs `query` (with `near` as in [`resolver`] when `cell` is given)
-/// over `events` on one thread. With `keep`, the output lines are kept
-/// and hashed (the digest); without, matches are taken as records and
-/// only counted (digest 0), so that a query with many matches measures
-/// matching rather than the formatting and copying of its output.
-fn run(query: &str, events: &[Event], cell: Option<(Cell, RemoteMode)>, keep: bool) -> CellRun {
+/// Runs the encounter query over `events` on one thread, `near` answered
+/// as in [`resolver`]; the output lines are kept and hashed (the digest).
+fn run(events: &[Event], cell: Cell, mode: RemoteMode) -> CellRun {
     let counts: Counts = Arc::new([AtomicU64::new(0), AtomicU64::new(0)]);
     let lines = Arc::new(Mutex::new(Vec::new()));
-    let count = Arc::new(AtomicU64::new(0));
-    let (seen, counted_lines) = (lines.clone(), count.clone());
-    let mut b = Runtime::builder().query(query).schema(schema()).threads(1);
-    if let Some((cell, mode)) = cell {
-        let counted = counts.clone();
-        let make = Arc::new(move || Ok(resolver(cell, mode, counted.clone())));
-        let functions = vec![("near".to_owned(), "in-process".to_owned())];
-        b = b.remote(RemoteSpec::new(functions, make, OnFailure::Fail).with_mode(mode));
-    }
-    let output = if keep {
-        Output::Lines(Box::new(move |l: &str| {
-            counted_lines.fetch_add(1, Ordering::Relaxed);
-            seen.lock().expect("not poisoned").push(l.to_owned());
-        }))
-    } else {
-        // Records: no JSON line is formatted for a match only counted.
-        Output::Records(Box::new(move |_| {
-            counted_lines.fetch_add(1, Ordering::Relaxed);
-        }))
-    };
-    let mut rt = b.build(output).expect("the W7 query builds");
+    let seen = lines.clone();
+    let counted = counts.clone();
+    let make = Arc::new(move || Ok(resolver(cell, mode, counted.clone())));
+    let functions = vec![("near".to_owned(), "in-process".to_owned())];
+    let output = Output::Lines(Box::new(move |l: &str| seen.lock().expect("not poisoned").push(l.to_owned())));
+    let mut rt = Runtime::builder()
+        .query(ENCOUNTER)
+        .schema(schema())
+        .threads(1)
+        .remote(RemoteSpec::new(functions, make, OnFailure::Fail).with_mode(mode))
+        .build(output)
+        .expect("the W7 query builds");
     let cpu = thread_cpu_ns();
     let t = Instant::now();
     for e in events {
@@ -201,8 +189,8 @@ fn run(query: &str, events: &[Event], cell: Option<(Cell, RemoteMode)>, keep: bo
     lines.hash(&mut h);
     CellRun {
         events: events.len() as u64,
-        matches: count.load(Ordering::Relaxed),
-        digest: if keep { h.finish() } else { 0 },
+        matches: lines.len() as u64,
+        digest: h.finish(),
         seconds,
         cpu_seconds,
         calls: counts[0].load(Ordering::Relaxed),
@@ -220,7 +208,7 @@ fn thread_cpu_ns() -> Option<u64> {
 /// The encounter query over `events` with `near` answered as `cell` says,
 /// runs waiting for answers as `mode` says.
 pub fn run_cell(events: &[Event], cell: Cell, mode: RemoteMode) -> CellRun {
-    run(ENCOUNTER, events, Some((cell, mode)), true)
+    run(events, cell, mode)
 }
 
 /// Wayeb's speed-violation pattern, `n` copies with thresholds 5.0, 5.1,
@@ -237,10 +225,36 @@ pub fn speed_violations(n: usize) -> String {
         .collect()
 }
 
-/// The `n` speed-violation patterns over `events` (no remote function),
-/// their matches counted, not kept (digest 0).
-pub fn run_patterns(events: &[Event], n: usize) -> CellRun {
-    run(&speed_violations(n), events, None, false)
+/// The `n` speed-violation patterns over `events` (no remote function) on
+/// one [`Runner`](cep_runtime::Runner), their matches counted by a typed
+/// sink, not kept (digest 0); with `shared`, the patterns share engines as
+/// `cep run` has them do ([`Runner::with_shared_engines`](cep_runtime::Runner::with_shared_engines)),
+/// otherwise each runs its own. Why a runner, not the `Runtime` the grid
+/// uses: Wayeb's figure is recognition time, and 100 patterns make 17 M
+/// matches, whose records (a few allocations each) or JSON lines would be
+/// most of the time measured; a sink sees each match by reference.
+pub fn run_patterns(events: &[Event], n: usize, shared: bool) -> CellRun {
+    let mut schema = schema();
+    let programs = cep_nfa::compile::compile(&speed_violations(n), &mut schema, &Default::default())
+        .expect("the speed-violation queries compile")
+        .programs;
+    let (choice, direct) = (cep_nfa::select::EngineChoice::Auto, cep_nfa::stack::Construction::Direct);
+    let mut runner = match shared {
+        true => cep_runtime::Runner::with_shared_engines(programs, choice, direct),
+        false => cep_runtime::Runner::with_engines(programs, choice, direct),
+    }
+    .expect("the engines run them");
+    let mut matches = 0u64;
+    let mut count = |_: &cep_runtime::QueryInfo, _: &cep_core::Match| matches += 1;
+    let cpu = thread_cpu_ns();
+    let t = Instant::now();
+    for e in events {
+        runner.push(e, &mut count).expect("an event in order");
+    }
+    runner.finish(&mut count).expect("the run ends");
+    let seconds = t.elapsed().as_secs_f64();
+    let cpu_seconds = cpu.zip(thread_cpu_ns()).map(|(a, b)| b.saturating_sub(a) as f64 / 1e9);
+    CellRun { events: events.len() as u64, matches, digest: 0, seconds, cpu_seconds, calls: 0, trues: 0 }
 }
 
 #[cfg(test)]
@@ -286,7 +300,8 @@ mod tests {
     fn patterns_are_distinct_and_grow() {
         assert_eq!(speed_violations(3).lines().count(), 3);
         let ev = events(&rows(8, 30));
-        let (one, ten) = (run_patterns(&ev, 1), run_patterns(&ev, 10));
+        let (one, ten) = (run_patterns(&ev, 1, true), run_patterns(&ev, 10, true));
         assert!(one.matches > 0 && ten.matches > one.matches, "{one:?} {ten:?}");
+        assert_eq!(run_patterns(&ev, 10, false).matches, ten.matches, "shared or not, the same matches");
     }
 }

@@ -48,6 +48,18 @@ pub fn check(args: CheckArgs) -> Result<(), Failure> {
     for p in &compiled.programs {
         print!("{}", cep_nfa::compile::plan::render_with(p, choice));
     }
+    if choice != cep_nfa::select::EngineChoice::Stack {
+        for group in cep_nfa::share::groups(&compiled.programs).iter().filter(|g| g.len() > 1) {
+            let name = |i: usize| compiled.programs[i].name.as_str();
+            println!(
+                "queries {} … {} ({} of them) share one run engine: they differ only in one-variable conditions \
+                 (unless --max-partials-per-key or --max-state bounds the state)",
+                name(group[0]),
+                name(group[group.len() - 1]),
+                group.len()
+            );
+        }
+    }
     for p in &compiled.programs {
         if let Some(why) = unbounded(p) {
             eprintln!(

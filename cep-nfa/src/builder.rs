@@ -315,5 +315,13 @@ impl<E: 'static> PatternBuilder<E> {
 /// A condition from a closure over the event: it may read anything, so
 /// engines treat it as reading every register and the event itself.
 fn closure_cond<E>(pred: EventPred<E>) -> Cond<E> {
-    Cond { pred, frame_pred: None, skip_first: false, earliest: Some(0), own_regs: true, text: "(closure)".to_owned() }
+    Cond {
+        pred,
+        frame_pred: None,
+        skip_first: false,
+        earliest: Some(0),
+        own_regs: true,
+        text: "(closure)".to_owned(),
+        bound: None,
+    }
 }

@@ -8,6 +8,7 @@ pub mod engines;
 pub mod idle;
 pub mod program;
 pub mod reference;
+pub mod share;
 pub mod spare;
 pub mod syntax;
 

@@ -92,6 +92,57 @@ pub struct Cond<E> {
     pub own_regs: bool,
     /// Source text, for plans and messages.
     pub text: String,
+    /// The condition compares one frame value with a number
+    /// (`a.speed > 5.0`): what an index over many queries' constants needs
+    /// ([`share`](crate::share)). `None` for every other shape.
+    pub bound: Option<Bound>,
+}
+
+/// A comparison of a frame value with a numeric constant, `slot op value`.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct Bound {
+    /// The frame value compared.
+    pub slot: Slot,
+    /// The comparison, with the frame value on the left.
+    pub op: BoundOp,
+    /// The constant: an int or a finite float.
+    pub value: Value,
+}
+
+/// The comparison of a [`Bound`].
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub enum BoundOp {
+    /// `<`
+    Lt,
+    /// `<=`
+    Le,
+    /// `>`
+    Gt,
+    /// `>=`
+    Ge,
+}
+
+impl Bound {
+    /// Whether `v op value` holds (as the condition's closure says: false
+    /// when the two do not compare, e.g. for NULL).
+    ///
+    /// # Examples
+    /// ```
+    /// use cep_core::Value;
+    /// use cep_nfa::program::{Bound, BoundOp};
+    /// let b = Bound { slot: 0, op: BoundOp::Gt, value: Value::Float(5.0) };
+    /// assert!(b.holds(Value::Int(6)) && !b.holds(Value::Float(5.0)) && !b.holds(Value::Null));
+    /// ```
+    pub fn holds(&self, v: Value) -> bool {
+        use std::cmp::Ordering::*;
+        match (v.compare(&self.value), self.op) {
+            (None, _) => false,
+            (Some(o), BoundOp::Lt) => o == Less,
+            (Some(o), BoundOp::Le) => o != Greater,
+            (Some(o), BoundOp::Gt) => o == Greater,
+            (Some(o), BoundOp::Ge) => o != Less,
+        }
+    }
 }
 
 impl<E> Cond<E> {
@@ -105,7 +156,14 @@ impl<E> Cond<E> {
         text: String,
     ) -> Cond<E> {
         let g = f.clone();
-        Cond { pred: Box::new(move |_, fr, rg| g(fr, rg)), frame_pred: Some(f), skip_first, earliest, own_regs, text }
+        let pred = Box::new(move |_: &E, fr: &[Value], rg: &[Value]| g(fr, rg));
+        Cond { pred, frame_pred: Some(f), skip_first, earliest, own_regs, text, bound: None }
+    }
+
+    /// The same condition, known to be `bound` (see [`Cond::bound`]).
+    pub fn with_bound(mut self, bound: Option<Bound>) -> Cond<E> {
+        self.bound = bound;
+        self
     }
 }
 

@@ -9,7 +9,7 @@
 use cep_core::Value;
 
 use super::ops;
-use crate::program::{Reg, Slot};
+use crate::program::{Bound, BoundOp, Reg, Slot};
 use crate::syntax::ast::BinOp;
 
 /// The value of a sub-expression, as seen by the code generator.
@@ -172,6 +172,30 @@ pub(crate) fn bool_fn(node: &Node) -> BoolFn {
             Box::new(move |f, g| matches!(v(f, g), Value::Bool(true)))
         }
     }
+}
+
+/// The [`Bound`] a condition is, when it compares a frame value with a
+/// number (`a.x > 5`, `5 <= a.x`).
+pub(crate) fn bound_of(node: &Node) -> Option<Bound> {
+    let Node::Cmp(op, a, b) = node else { return None };
+    let (slot, value, flipped) = match (&**a, &**b) {
+        (Node::Slot(s), Node::Const(v)) => (*s, *v, false),
+        (Node::Const(v), Node::Slot(s)) => (*s, *v, true),
+        _ => return None,
+    };
+    match value {
+        Value::Int(_) => {}
+        Value::Float(f) if f.is_finite() => {}
+        _ => return None,
+    }
+    let op = match (op, flipped) {
+        (BinOp::Lt, false) | (BinOp::Gt, true) => BoundOp::Lt,
+        (BinOp::Le, false) | (BinOp::Ge, true) => BoundOp::Le,
+        (BinOp::Gt, false) | (BinOp::Lt, true) => BoundOp::Gt,
+        (BinOp::Ge, false) | (BinOp::Le, true) => BoundOp::Ge,
+        _ => return None,
+    };
+    Some(Bound { slot, op, value })
 }
 
 fn cmp_fn(op: BinOp, a: &Node, b: &Node) -> BoolFn {

@@ -646,6 +646,7 @@ impl<'a> StatementCompiler<'a> {
                 return;
             }
             let f = expr::bool_fn(&node);
+            let bound = expr::bound_of(&node);
             let earliest = idx
                 .iter()
                 .filter_map(|&i| match self.vars[i].kind {
@@ -654,7 +655,8 @@ impl<'a> StatementCompiler<'a> {
                 })
                 .min();
             let own_regs = self.reads_own_registers(e, owner);
-            elements[owner].conds.push(Cond::from_frame(f.into(), skip_first, earliest, own_regs, text));
+            let cond = Cond::from_frame(f.into(), skip_first, earliest, own_regs, text);
+            elements[owner].conds.push(cond.with_bound(bound.filter(|_| earliest.is_none() && !own_regs)));
         } else {
             let Some((node, ty)) = self.lower(e, Ctx::Completion(owner)) else { return };
             if !self.is_condition(ty, e.span()) {

@@ -5,7 +5,7 @@
 
 use std::sync::Arc;
 
-use cep_core::budget::StateBudget;
+use cep_core::budget::{OnLimit, StateBudget};
 use cep_core::{Event, FieldId, Schema};
 use cep_index::{Alert, LevelIndex};
 use cep_nfa::compile::{Options, compile};
@@ -67,8 +67,17 @@ pub(crate) fn runner(
     budget: Option<&Arc<StateBudget>>,
 ) -> Result<Runner, JobError> {
     let calls = programs.iter().any(|p| p.elements.iter().any(|e| !e.remote.is_empty()));
-    let mut runner = Runner::with_engines(programs, spec.engine, spec.construction)
-        .map_err(|e| JobError::new(JobErrorKind::Engine(format!("error: {e}"))))?;
+    // Queries that differ only in one-variable conditions share an engine
+    // (`cep_nfa::share`), unless a bound on state drops partial matches:
+    // a shared engine would drop other runs than the queries' own engines
+    // would. (A bound that fails the run stops it, with the output exact
+    // up to there; the shared engine holds less than its members would.)
+    let drops = spec.max_partials_per_key.is_some() || (budget.is_some() && spec.on_state_limit == OnLimit::DropOldest);
+    let runner = match drops {
+        true => Runner::with_engines(programs, spec.engine, spec.construction),
+        false => Runner::with_shared_engines(programs, spec.engine, spec.construction),
+    };
+    let mut runner = runner.map_err(|e| JobError::new(JobErrorKind::Engine(format!("error: {e}"))))?;
     if let Some(cap) = spec.max_partials_per_key {
         runner.set_max_partials_per_key(cap);
     }

@@ -6,6 +6,7 @@
 
 mod late;
 mod levels;
+mod owners;
 mod snapshot;
 
 use std::io::{self, Write};
@@ -24,6 +25,7 @@ pub use levels::{LEVEL_KEY_FIELD, LEVELS_BIT, MASK_QUERIES};
 pub use snapshot::RunnerSnapshot;
 
 use levels::{Levels, in_mask};
+use owners::Owners;
 
 use crate::{PushError, QueryInfo, RunnerError, Sink};
 
@@ -112,6 +114,9 @@ impl Summary {
 #[derive(Debug)]
 pub struct Runner {
     engines: Vec<QueryEngine<Event>>,
+    /// The queries each engine stands for (several for a shared program).
+    owners: Vec<Owners>,
+    /// The queries, in statement order.
     infos: Vec<QueryInfo>,
     watermark: Watermark,
     late: LatePolicy,
@@ -245,14 +250,89 @@ impl Runner {
         construction: Construction,
     ) -> Result<Runner, RunnerError> {
         let infos: Vec<QueryInfo> = programs.iter().map(query_info).collect();
-        let n = programs.len();
-        let queries = infos.iter().map(|q| q.name.clone()).collect();
-        let engines = programs
+        let engines = programs.into_iter().enumerate().map(|(i, p)| (p, choice, Owners::one(i))).collect();
+        Runner::assemble(infos, engines, choice, construction)
+    }
+
+    /// [`with_engines`](Self::with_engines), but consecutive queries that
+    /// differ only in one-variable conditions run as one shared program on
+    /// the run engine ([`cep_nfa::share`]: exact for strict contiguity,
+    /// the only case it groups): a hundred copies of a pattern with
+    /// different thresholds cost about one. The output is the same, match
+    /// for match and in the same order; engine statistics are per engine,
+    /// so [`engine_stats`](Self::engine_stats) shows a shared engine's for
+    /// each of its members. Do not bound partial matches per key
+    /// (`set_max_partials_per_key`) or state with a budget that drops
+    /// them ([`OnLimit::DropOldest`](cep_core::budget::OnLimit)) on such a
+    /// runner: a shared engine would drop other runs than its members
+    /// would. (A budget that fails the run is fine: the output is exact
+    /// up to the stop.)
+    /// With [`EngineChoice::Stack`] nothing is shared.
+    ///
+    /// # Examples
+    /// ```
+    /// use cep_core::{Event, Match, Schema, Sym, Value};
+    /// use cep_nfa::compile::{compile, Options};
+    /// use cep_nfa::select::EngineChoice;
+    /// use cep_nfa::stack::Construction;
+    /// use cep_runtime::{QueryInfo, Runner};
+    ///
+    /// let mut schema = Schema::new();
+    /// let text: String = [5, 7, 9]
+    ///     .map(|t| format!("QUERY over{t} PATTERN SEQ(S a, S b) WHERE strict-contiguity AND a.x > {t} AND b.x > {t};"))
+    ///     .concat();
+    /// let programs = compile(&text, &mut schema, &Options::default()).unwrap().programs;
+    /// let mut runner = Runner::with_shared_engines(programs, EngineChoice::Auto, Construction::Direct).unwrap();
+    /// assert_eq!((runner.queries().len(), runner.engine_kinds().len()), (3, 3));
+    /// let mut got = Vec::new();
+    /// let mut sink = |q: &QueryInfo, m: &Match| got.push((q.name.clone(), m.rows.clone()));
+    /// for (row, x) in [6, 8, 10, 10].into_iter().enumerate() {
+    ///     runner.push(&Event::new(Sym::new("S"), row as i64, row as u64, vec![Value::Int(x)]), &mut sink).unwrap();
+    /// }
+    /// runner.finish(&mut sink).unwrap();
+    /// let names: Vec<&str> = got.iter().map(|(n, _)| n.as_str()).collect();
+    /// assert_eq!(names, ["over5", "over5", "over7", "over5", "over7", "over9"]);
+    /// ```
+    pub fn with_shared_engines(
+        programs: Vec<Program<Event>>,
+        choice: EngineChoice,
+        construction: Construction,
+    ) -> Result<Runner, RunnerError> {
+        if choice == EngineChoice::Stack {
+            return Runner::with_engines(programs, choice, construction);
+        }
+        let infos: Vec<QueryInfo> = programs.iter().map(query_info).collect();
+        let engines = cep_nfa::share::share(programs)
             .into_iter()
-            .map(|p| QueryEngine::new(p, choice, construction).map_err(|e| RunnerError::engine(e.to_string())))
+            .map(|f| match f.is_shared() {
+                true => (f.program, EngineChoice::Run, Owners::shared(f.members)),
+                false => (f.program, choice, Owners::one(f.members[0])),
+            })
+            .collect();
+        Runner::assemble(infos, engines, choice, construction)
+    }
+
+    /// A runner of `engines` (a program, its engine choice and the
+    /// queries it stands for), for the queries `infos`.
+    fn assemble(
+        infos: Vec<QueryInfo>,
+        engines: Vec<(Program<Event>, EngineChoice, Owners)>,
+        choice: EngineChoice,
+        construction: Construction,
+    ) -> Result<Runner, RunnerError> {
+        let n = infos.len();
+        let queries = infos.iter().map(|q| q.name.clone()).collect();
+        let mut owners = Vec::with_capacity(engines.len());
+        let engines = engines
+            .into_iter()
+            .map(|(p, choice, o)| {
+                owners.push(o);
+                QueryEngine::new(p, choice, construction).map_err(|e| RunnerError::engine(e.to_string()))
+            })
             .collect::<Result<_, _>>()?;
         Ok(Runner {
             engines,
+            owners,
             infos,
             watermark: Watermark::new(0),
             late: LatePolicy::Drop,
@@ -321,14 +401,25 @@ impl Runner {
         &self.summary
     }
 
-    /// Engine statistics per query.
+    /// Engine statistics per query (a shared engine's for each member).
     pub fn engine_stats(&self) -> Vec<Stats> {
-        self.engines.iter().map(QueryEngine::stats).collect()
+        (0..self.infos.len()).map(|q| self.engines[self.engine_of(q)].stats()).collect()
     }
 
     /// The engine of each query.
     pub fn engine_kinds(&self) -> Vec<cep_nfa::select::EngineKind> {
-        self.engines.iter().map(QueryEngine::kind).collect()
+        (0..self.infos.len()).map(|q| self.engines[self.engine_of(q)].kind()).collect()
+    }
+
+    /// How many engines run the queries: fewer than the queries when some
+    /// share one (see [`with_shared_engines`](Self::with_shared_engines)).
+    pub fn engine_count(&self) -> usize {
+        self.engines.len()
+    }
+
+    /// The index of the engine that runs query `q`.
+    fn engine_of(&self, q: usize) -> usize {
+        self.owners.iter().position(|o| o.holds(q)).expect("every query has an engine")
     }
 
     /// Bounds each query's partial matches per key (see
@@ -435,10 +526,11 @@ impl Runner {
             engine.advance(wm);
         }
         self.engines.push(engine);
+        self.owners.push(Owners::one(self.infos.len()));
         self.infos.push(info);
         self.summary.matches.push(0);
         self.summary.queries.push(self.infos[self.infos.len() - 1].name.clone());
-        Ok(self.engines.len() - 1)
+        Ok(self.infos.len() - 1)
     }
 
     /// Removes the query named `name` (the first, if several share it);
@@ -448,7 +540,13 @@ impl Runner {
     /// down one index.
     pub fn remove_query(&mut self, name: &str) -> bool {
         let Some(i) = self.infos.iter().position(|q| q.name == name) else { return false };
-        self.engines.remove(i);
+        let k = self.engine_of(i);
+        for (j, owners) in self.owners.iter_mut().enumerate() {
+            if owners.remove(i) && j == k {
+                self.engines.remove(k);
+            }
+        }
+        self.owners.retain(|o| o.queries().next().is_some());
         let info = self.infos.remove(i);
         let count = self.summary.matches.remove(i);
         if i < self.summary.queries.len() {
@@ -553,7 +651,7 @@ impl Runner {
     /// The field each query is partitioned by (`None`: one partition, or a
     /// key computed by a closure), for routing events to shards.
     pub fn partition_fields(&self) -> Vec<Option<FieldId>> {
-        self.engines.iter().map(|q| partition_field(q.program())).collect()
+        (0..self.infos.len()).map(|q| partition_field(self.engines[self.engine_of(q)].program())).collect()
     }
 
     /// Processes one event, already in event-time order, for some of the
@@ -591,7 +689,7 @@ impl Runner {
     /// ```
     pub fn push_batch_for(&mut self, events: &[Event], mask: u64, sink: &mut impl Sink) -> Result<(), PushError> {
         let batched = self.engines.len() == 1
-            && mask & 1 == 1
+            && in_mask(self.owners[0].first(), mask)
             && (mask & LEVELS_BIT == 0 || self.levels.is_none())
             && !self.forward;
         if !batched {
@@ -621,7 +719,7 @@ impl Runner {
         self.summary.events += events.len() as u64;
         for chunk in events.chunks(ENGINE_CHUNK) {
             self.engines[0].push_batch(chunk).map_err(|(_, late)| late).expect("the runner orders events");
-            emit(0, &mut self.engines[0], &self.infos, &mut self.summary, sink)?;
+            emit(&self.owners[0], &mut self.engines[0], &self.infos, &mut self.summary, sink)?;
         }
         self.sample_since(before);
         Ok(())
@@ -704,12 +802,12 @@ impl Runner {
         if self.engines.len() > 1 {
             self.fire_before(e.ts, mask, sink)?;
         }
-        for (i, engine) in self.engines.iter_mut().enumerate() {
-            if !in_mask(i, mask) {
+        for (engine, owners) in self.engines.iter_mut().zip(&self.owners) {
+            if !in_mask(owners.first(), mask) {
                 continue;
             }
             engine.push(e).expect("the runner orders events");
-            emit(i, engine, &self.infos, &mut self.summary, sink)?;
+            emit(owners, engine, &self.infos, &mut self.summary, sink)?;
         }
         if mask & LEVELS_BIT == 0 || self.levels.is_none() {
             return Ok(());
@@ -746,20 +844,23 @@ impl Runner {
         sink: &mut impl Sink,
         mut step: impl FnMut(&mut QueryEngine<Event>),
     ) -> Result<(), PushError> {
-        if let [engine] = &mut self.engines[..] {
-            if in_mask(0, mask) {
+        if let ([engine], [owners]) = (&mut self.engines[..], &self.owners[..]) {
+            if in_mask(owners.first(), mask) {
                 step(engine);
-                emit(0, engine, &self.infos, &mut self.summary, sink)?;
+                emit(owners, engine, &self.infos, &mut self.summary, sink)?;
             }
             return Ok(());
         }
         let mut fired = std::mem::take(&mut self.fired);
-        for (i, engine) in self.engines.iter_mut().enumerate() {
-            if in_mask(i, mask) {
+        for (engine, owners) in self.engines.iter_mut().zip(&self.owners) {
+            if in_mask(owners.first(), mask) {
                 step(engine);
                 while let Some(mut m) = engine.pop() {
-                    m.query = i;
-                    fired.push(m);
+                    let _ = owners.each(&mut m, |m| {
+                        fired.push(m.clone());
+                        Ok::<(), ()>(())
+                    });
+                    engine.recycle(m);
                 }
             }
         }
@@ -795,9 +896,9 @@ impl Runner {
     /// calls it, so that such a match goes out when its answer comes.
     pub fn settle_answers(&mut self, sink: &mut impl Sink) -> Result<usize, PushError> {
         let mut waiting = 0;
-        for (i, engine) in self.engines.iter_mut().enumerate() {
+        for (engine, owners) in self.engines.iter_mut().zip(&self.owners) {
             waiting += engine.settle_answers();
-            emit(i, engine, &self.infos, &mut self.summary, sink)?;
+            emit(owners, engine, &self.infos, &mut self.summary, sink)?;
         }
         Ok(waiting)
     }
@@ -830,14 +931,14 @@ impl Runner {
 /// it found the queue empty: a tenth of W5's instructions on one thread).
 #[inline(always)]
 fn emit(
-    i: usize,
+    owners: &Owners,
     engine: &mut QueryEngine<Event>,
     infos: &[QueryInfo],
     summary: &mut Summary,
     sink: &mut impl Sink,
 ) -> Result<(), PushError> {
     if engine.has_matches() {
-        take_matches(i, engine, infos, summary, sink)?;
+        take_matches(owners, engine, infos, summary, sink)?;
     }
     Ok(())
 }
@@ -845,16 +946,17 @@ fn emit(
 /// The matches waiting in `engine`, to the sink (out of line: see [`emit`]).
 #[inline(never)]
 fn take_matches(
-    i: usize,
+    owners: &Owners,
     engine: &mut QueryEngine<Event>,
     infos: &[QueryInfo],
     summary: &mut Summary,
     sink: &mut impl Sink,
 ) -> Result<(), PushError> {
     while let Some(mut m) = engine.pop() {
-        m.query = i;
-        summary.matches[i] += 1;
-        sink.on_match(&infos[i], &m)?;
+        owners.each(&mut m, |m| {
+            summary.matches[m.query] += 1;
+            sink.on_match(&infos[m.query], m)
+        })?;
         engine.recycle(m);
     }
     Ok(())

@@ -98,7 +98,7 @@ impl Runner {
     /// writes (an engine ahead of the input, a held event filed under another
     /// time): such a state would have on-time events rejected as late.
     pub fn restore(&mut self, snap: RunnerSnapshot) -> Result<(), RestoreError> {
-        if snap.engines.len() != self.engines.len() || snap.summary.matches.len() != self.engines.len() {
+        if snap.engines.len() != self.engines.len() || snap.summary.matches.len() != self.infos.len() {
             return Err(RestoreError::new(RestoreErrorKind::Queries {
                 saved: snap.engines.len(),
                 here: self.engines.len(),
@@ -116,9 +116,10 @@ impl Runner {
         {
             return Err(RestoreError::new(RestoreErrorKind::Held { ts: e.ts, held_as: *ts }));
         }
-        for ((engine, s), info) in self.engines.iter_mut().zip(snap.engines).zip(&self.infos) {
+        for (engine, s) in self.engines.iter_mut().zip(snap.engines) {
             engine.restore(s).map_err(|why| {
-                RestoreError::new(RestoreErrorKind::Engine { query: info.name.clone(), why: why.to_string() })
+                let query = engine.program().name.clone();
+                RestoreError::new(RestoreErrorKind::Engine { query, why: why.to_string() })
             })?;
         }
         if let (Some(lv), Some(s)) = (&mut self.levels, snap.levels) {
