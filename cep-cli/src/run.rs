@@ -338,10 +338,11 @@ fn check_kafka_flags(args: &RunArgs, kafka_in: bool, kafka_out: bool) -> Result<
     if kafka_in && args.format.as_deref().is_some_and(|f| f != "jsonl") {
         return Err(Failure::bad_input("a Kafka topic's messages are JSON lines: --format jsonl, or no --format"));
     }
-    if (kafka_in || kafka_out) && args.checkpoint.is_some() {
+    if kafka_out && args.checkpoint.is_some() {
         return Err(Failure::bad_input(
-            "--checkpoint with a Kafka topic is not built yet (exactly-once output, issue 39): \
-             run without it, at least once (each match's stable `id` lets a consumer drop repeats)",
+            "--checkpoint with --out kafka:// is not built yet (exactly-once output in transactions, issue 39): \
+             run without it, at least once (each match's stable `id` lets a consumer drop repeats), or \
+             checkpoint to a file output",
         ));
     }
     Ok(())

@@ -10,4 +10,4 @@ pub mod stream;
 pub use input::{FileInput, InputDigest, ReadAhead};
 pub use output::{FileOutput, LineSink};
 pub use parallel::ParallelReader;
-pub use read::{EventSource, Format, InputPosition, ReadError, ReadErrorKind, Reader};
+pub use read::{EventSource, Format, InputPosition, Offsets, ReadError, ReadErrorKind, Reader};

@@ -24,7 +24,7 @@ use std::time::{Duration, Instant};
 
 use cep_core::{Event, FieldId, Schema};
 use cep_io::read::{Format, ReadErrorKind};
-use cep_io::{EventSource, InputPosition, ReadError, Reader};
+use cep_io::{EventSource, InputPosition, Offsets, ReadError, Reader};
 use rdkafka::config::ClientConfig;
 use rdkafka::consumer::{BaseConsumer, Consumer};
 use rdkafka::error::KafkaError;
@@ -463,6 +463,31 @@ impl EventSource for KafkaSource {
                 return true;
             }
         }
+    }
+
+    fn offsets(&self) -> Option<Offsets> {
+        Some(KafkaSource::offsets(self))
+    }
+
+    /// Assigns every partition again from `offsets` (a partition it does
+    /// not name: from the beginning), dropping what was read ahead, and
+    /// numbers the next event `row`.
+    fn resume_at(&mut self, offsets: &Offsets, row: u64) -> io::Result<bool> {
+        let mut tpl = TopicPartitionList::new();
+        for p in &mut self.parts {
+            let from = offsets.iter().find(|o| o.0 == p.id).map_or(0, |o| o.1);
+            tpl.add_partition_offset(&self.topic, p.id, Offset::Offset(from)).map_err(io::Error::other)?;
+            self.spare.extend(p.queue.drain(..).map(|(e, _)| e));
+            p.next = from;
+            p.done = false;
+            p.paused = false;
+            p.last_message = Instant::now();
+        }
+        self.consumer.assign(&tpl).map_err(io::Error::other)?;
+        self.bad.clear();
+        self.released = row;
+        self.consumed = row;
+        Ok(true)
     }
 
     fn use_schema(&mut self, schema: &Schema, keep: Option<&[FieldId]>) {

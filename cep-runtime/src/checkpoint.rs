@@ -34,10 +34,14 @@ pub const MAGIC: &[u8; 8] = b"CEPCKPT\0";
 /// row's `\r\n`, where it was between the `\r` and the `\n`; 4: the input's
 /// [identity](InputIdentity), from a sample of its bytes; 5: from a hash of
 /// all of them, and the output's [pending](Checkpoint::output_pending)
-/// lines). Formats 3 and 4 are still read, as a checkpoint whose input is
-/// [not recorded](InputIdentity::NotRecorded) (a sample cannot be checked
-/// against a hash), with no pending lines.
-pub const FORMAT_VERSION: u32 = 5;
+/// lines; 6: a partitioned input's [offsets](Checkpoint::offsets)).
+/// Format 5 is still read, with no offsets; formats 3 and 4 as a checkpoint
+/// whose input is [not recorded](InputIdentity::NotRecorded) (a sample
+/// cannot be checked against a hash), with no pending lines.
+pub const FORMAT_VERSION: u32 = 6;
+
+/// The format before a checkpoint kept a partitioned input's offsets.
+const FORMAT_WITHOUT_OFFSETS: u32 = 5;
 
 /// The earlier payload shape [`decode`] still reads.
 const FORMAT_WITHOUT_IDENTITY: u32 = 3;
@@ -79,6 +83,23 @@ pub struct Checkpoint {
     /// and writes them only when it produces them again. A run resumed
     /// from this checkpoint drops them when it produces them.
     pub output_pending: Vec<Vec<u8>>,
+    /// Where a partitioned input (a Kafka topic) stood after `position`
+    /// rows ([`cep_io::EventSource::offsets`]): a resumed run reads on
+    /// from there. `None` for other inputs.
+    pub offsets: Option<cep_io::Offsets>,
+}
+
+/// The payload of format 5: a [`Checkpoint`] without the input's offsets.
+#[derive(serde::Deserialize)]
+struct CheckpointV5 {
+    fingerprint: u64,
+    position: u64,
+    output_bytes: u64,
+    input: Option<cep_io::InputPosition>,
+    skipped: u64,
+    state: PipelineSnapshot,
+    identity: InputIdentity,
+    output_pending: Vec<Vec<u8>>,
 }
 
 /// What a checkpoint knows of the input it was taken on.
@@ -169,7 +190,7 @@ impl std::error::Error for LoadError {}
 /// # use cep_runtime::checkpoint::InputIdentity;
 /// let identity = InputIdentity::Unidentified;
 /// let (output_pending, input) = (Vec::new(), None);
-/// let c = Checkpoint { fingerprint: 7, position: 1000, output_bytes: 42, input, skipped: 0, state, identity, output_pending };
+/// let c = Checkpoint { fingerprint: 7, position: 1000, output_bytes: 42, input, skipped: 0, state, identity, output_pending, offsets: None };
 /// let mut bytes = encode(&c);
 /// assert_eq!(decode(&bytes).unwrap().position, 1000);
 /// let last = bytes.len() - 5;
@@ -195,7 +216,7 @@ pub fn decode(bytes: &[u8]) -> Result<Checkpoint, LoadError> {
     let Some(rest) = bytes.strip_prefix(MAGIC.as_slice()) else { return corrupt("not a checkpoint file") };
     let word = |at: usize| rest.get(at..at + 4).map(|b| u32::from_le_bytes(b.try_into().expect("4 bytes")));
     let (Some(format), Some(hash)) = (word(0), word(4)) else { return corrupt("truncated header") };
-    if ![FORMAT_VERSION, FORMAT_SAMPLED, FORMAT_WITHOUT_IDENTITY].contains(&format) {
+    if ![FORMAT_VERSION, FORMAT_WITHOUT_OFFSETS, FORMAT_SAMPLED, FORMAT_WITHOUT_IDENTITY].contains(&format) {
         return Err(LoadError::Corrupt(format!("format version {format}, this cep reads {FORMAT_VERSION}")));
     }
     if hash != HASH_VERSION {
@@ -217,6 +238,22 @@ pub fn decode(bytes: &[u8]) -> Result<Checkpoint, LoadError> {
     // not recorded (format 3) or cannot be checked against a hash of the
     // whole prefix (format 4's sample), with no pending lines.
     let old = match format {
+        FORMAT_WITHOUT_OFFSETS => {
+            let CheckpointV5 { fingerprint, position, output_bytes, input, skipped, state, identity, output_pending } =
+                postcard::from_bytes(payload).map_err(unreadable)?;
+            let offsets = None;
+            return Ok(Checkpoint {
+                fingerprint,
+                position,
+                output_bytes,
+                input,
+                skipped,
+                state,
+                identity,
+                output_pending,
+                offsets,
+            });
+        }
         FORMAT_WITHOUT_IDENTITY => {
             let CheckpointV3 { fingerprint, position, output_bytes, input, skipped, state } =
                 postcard::from_bytes(payload).map_err(unreadable)?;
@@ -233,7 +270,8 @@ pub fn decode(bytes: &[u8]) -> Result<Checkpoint, LoadError> {
         _ => return postcard::from_bytes(payload).map_err(unreadable),
     };
     let CheckpointV4 { fingerprint, position, output_bytes, input, skipped, state, identity } = old;
-    Ok(Checkpoint { fingerprint, position, output_bytes, input, skipped, state, identity, output_pending: Vec::new() })
+    let (output_pending, offsets) = (Vec::new(), None);
+    Ok(Checkpoint { fingerprint, position, output_bytes, input, skipped, state, identity, output_pending, offsets })
 }
 
 /// Writes `c` into `dir` atomically (see the [module](self) docs) and

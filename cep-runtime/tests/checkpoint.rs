@@ -49,6 +49,7 @@ fn round_trip(r: &mut Runner) -> cep_runtime::RunnerSnapshot {
         skipped: 0,
         identity: cep_runtime::checkpoint::InputIdentity::Unidentified,
         output_pending: Vec::new(),
+        offsets: None,
         state: PipelineSnapshot::One(r.snapshot().unwrap()),
     };
     match checkpoint::decode(&checkpoint::encode(&c)).unwrap().state {
@@ -131,6 +132,7 @@ fn check_sharded(case: &Case, delay: i64, seed: u64, cut: usize, balanced: bool)
         skipped: 0,
         identity: cep_runtime::checkpoint::InputIdentity::Unidentified,
         output_pending: Vec::new(),
+        offsets: None,
         state: PipelineSnapshot::Sharded(first.checkpoint(&mut out).unwrap()),
     };
     drop(first); // the crash: its threads stop
@@ -258,6 +260,7 @@ fn numbered(position: u64) -> Checkpoint {
         state,
         identity: cep_runtime::checkpoint::InputIdentity::Unidentified,
         output_pending: Vec::new(),
+        offsets: None,
     }
 }
 
@@ -315,13 +318,13 @@ fn a_corrupt_or_truncated_newest_checkpoint_falls_back_to_the_previous() {
     assert!(checkpoint::decode(&other).unwrap_err().to_string().contains("format version 99"));
 }
 
-/// Checkpoints of format 3 (before checkpoints recorded their input: the
-/// payload without its last two fields) and 4 (without the output's pending
-/// lines, and a sample of the input) still read, as ones whose input is not
-/// recorded and with no pending lines; the same payloads labelled with
-/// today's format do not.
+/// Checkpoints of format 5 (without a partitioned input's offsets) still
+/// read, with none; those of format 3 (before checkpoints recorded their
+/// input) and 4 (without the output's pending lines, and a sample of the
+/// input) as ones whose input is not recorded and with no pending lines;
+/// the same payloads labelled with today's format do not.
 #[test]
-fn checkpoints_of_formats_3_and_4_read_without_an_input_identity() {
+fn checkpoints_of_formats_3_to_5_still_read() {
     use cep_runtime::checkpoint::{FORMAT_VERSION, InputIdentity, decode, encode};
     let state = PipelineSnapshot::One(Runner::new(Vec::new()).snapshot().unwrap());
     let sampled = InputIdentity::File(cep_io::InputDigest { bytes: 9, hash: 7 });
@@ -334,21 +337,20 @@ fn checkpoints_of_formats_3_and_4_read_without_an_input_identity() {
         state,
         identity: sampled,
         output_pending: Vec::new(),
+        offsets: None,
     };
     let new = encode(&c);
     // Header: magic (8), format (4), hash version (4), length (8).
     let payload = &new[24..new.len() - 4];
-    assert_eq!(payload.last(), Some(&0), "no pending lines: a length of 0, one byte");
-    let file = |format: u32, payload: &[u8]| {
-        let mut f = new[..8].to_vec();
-        f.extend_from_slice(&format.to_le_bytes());
-        f.extend_from_slice(&new[12..16]);
-        f.extend_from_slice(&(payload.len() as u64).to_le_bytes());
-        f.extend_from_slice(payload);
-        f.extend_from_slice(&crc32fast::hash(payload).to_le_bytes());
-        f
-    };
-    let v4 = &payload[..payload.len() - 1];
+    assert_eq!(payload.last(), Some(&0), "no offsets: `None`, one byte");
+    // Format 5: without the offsets.
+    let v5 = &payload[..payload.len() - 1];
+    let old = decode(&file_of(&new, 5, v5)).unwrap();
+    assert_eq!((old.position, old.output_bytes, old.skipped, old.identity), (1000, 42, 3, sampled));
+    assert_eq!(old.offsets, None);
+    assert_eq!(v5.last(), Some(&0), "no pending lines: a length of 0, one byte");
+    let file = |format: u32, payload: &[u8]| file_of(&new, format, payload);
+    let v4 = &v5[..v5.len() - 1];
     let old = decode(&file(4, v4)).unwrap();
     assert_eq!((old.position, old.output_bytes, old.skipped), (1000, 42, 3));
     assert_eq!(old.identity, InputIdentity::NotRecorded, "a sample is not checked against a hash");
@@ -361,4 +363,16 @@ fn checkpoints_of_formats_3_and_4_read_without_an_input_identity() {
     assert_eq!(old.identity, InputIdentity::NotRecorded);
     assert!(decode(&file(FORMAT_VERSION, v3)).is_err());
     assert_eq!(decode(&new).unwrap().identity, sampled);
+}
+
+/// A checkpoint file of `format` around `payload`, with `new`'s magic and
+/// hash version.
+fn file_of(new: &[u8], format: u32, payload: &[u8]) -> Vec<u8> {
+    let mut f = new[..8].to_vec();
+    f.extend_from_slice(&format.to_le_bytes());
+    f.extend_from_slice(&new[12..16]);
+    f.extend_from_slice(&(payload.len() as u64).to_le_bytes());
+    f.extend_from_slice(payload);
+    f.extend_from_slice(&crc32fast::hash(payload).to_le_bytes());
+    f
 }

@@ -634,6 +634,7 @@ pub fn checkpoint_seeds() -> Vec<Vec<u8>> {
             skipped: 0,
             identity: cep_runtime::checkpoint::InputIdentity::Unidentified,
             output_pending: Vec::new(),
+            offsets: None,
             state: PipelineSnapshot::One(r.snapshot().unwrap()),
         };
         let file = checkpoint::encode(&c);
@@ -669,6 +670,7 @@ pub fn checkpoint_seeds() -> Vec<Vec<u8>> {
         skipped: 1,
         identity: cep_runtime::checkpoint::InputIdentity::Unidentified,
         output_pending: Vec::new(),
+        offsets: None,
         state: PipelineSnapshot::Sharded(ShardedSnapshot {
             front: front.snapshot().unwrap(),
             shards: shards.iter_mut().map(|r| r.snapshot().unwrap()).collect(),

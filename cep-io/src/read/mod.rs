@@ -397,6 +397,10 @@ impl<R: BufRead> Reader<R> {
     }
 }
 
+/// A partitioned source's position (see [`EventSource::offsets`]): per
+/// partition, the offset of its next message.
+pub type Offsets = Vec<(i32, i64)>;
+
 /// What a job reads events from: a [`Reader`], a
 /// [`ParallelReader`](crate::parallel::ParallelReader) over a file, a
 /// stream ([`FileInput`](crate::input::FileInput) over stdin), events in
@@ -452,6 +456,26 @@ pub trait EventSource {
     /// they read them by. The default does nothing: a source that builds
     /// its events with the schema it was given needs nothing more.
     fn use_schema(&mut self, _schema: &cep_core::Schema, _keep: Option<&[cep_core::FieldId]>) {}
+
+    /// Where a partitioned source (a Kafka topic) stands: per partition,
+    /// the offset of its next message not yet read as an event. A job
+    /// keeps it in each checkpoint, taken when every event read is
+    /// processed, and a resumed run gives it back to
+    /// [`resume_at`](Self::resume_at). `None` (the default): the source is
+    /// not partitioned, and a resumed run reads it again from its start,
+    /// skipping the rows the checkpoint covers.
+    fn offsets(&self) -> Option<Offsets> {
+        None
+    }
+
+    /// Moves a partitioned source to `offsets` (from
+    /// [`offsets`](Self::offsets)), numbering the next event `row`: a
+    /// resumed run reads on from where its checkpoint stood, neither
+    /// reading nor skipping the events before. False (the default) when
+    /// the source cannot.
+    fn resume_at(&mut self, _offsets: &Offsets, _row: u64) -> std::io::Result<bool> {
+        Ok(false)
+    }
 
     /// The next block of events whole, if this source was read in blocks
     /// without a partition (see

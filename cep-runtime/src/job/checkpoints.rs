@@ -3,8 +3,8 @@
 
 use std::path::{Path, PathBuf};
 
-use cep_io::InputPosition;
 use cep_io::parallel::BlockInfo;
+use cep_io::{InputPosition, Offsets};
 
 use super::drive::Sink;
 use super::driver::Driver;
@@ -60,13 +60,14 @@ impl Checkpoints {
     }
 
     /// Saves the driver's state after `position` input rows, once every
-    /// match so far is written and synced.
+    /// match so far is written and synced; `input` is where the input
+    /// stands, with a partitioned input's offsets, when known.
     pub(crate) fn save<W: JobOutput>(
         &mut self,
         driver: &mut Driver,
         sink: &mut Sink<W>,
         position: u64,
-        input: Option<InputPosition>,
+        input: Option<(InputPosition, Option<Offsets>)>,
         skipped: u64,
     ) -> Result<(), JobError> {
         let Some(dir) = &self.dir else { return Ok(()) };
@@ -77,6 +78,11 @@ impl Checkpoints {
         sink.flush().map_err(failed)?;
         let out = sink.get_mut().get_mut();
         out.sync().map_err(failed)?;
+        // The offsets hold only where the input stands right after the rows.
+        let (input, offsets) = match input {
+            Some((at, offsets)) => (Some(at), offsets.filter(|_| at.row == position)),
+            None => (None, None),
+        };
         let identity = match &mut self.identify {
             Identify::File { hasher, floor } => {
                 let upto = input.map_or(*floor, |at| at.byte.max(*floor));
@@ -95,6 +101,7 @@ impl Checkpoints {
             state,
             identity,
             output_pending,
+            offsets,
         };
         checkpoint::save(dir, &c).map_err(failed)?;
         self.next_at = position.saturating_add(self.every);

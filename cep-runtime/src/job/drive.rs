@@ -10,7 +10,7 @@ use std::time::{Duration, Instant};
 
 use cep_core::budget::StateBudget;
 use cep_core::{Event, TimeUnit};
-use cep_io::{EventSource, InputPosition, ReadAhead};
+use cep_io::{EventSource, InputPosition, Offsets, ReadAhead};
 
 use super::checkpoints::Checkpoints;
 use super::driver::Driver;
@@ -147,7 +147,7 @@ impl<W: JobOutput> Loop<'_, '_, W> {
 
     /// A stop: a checkpoint of the rows consumed (if checkpoints are on),
     /// with the input's position when it stands right after them.
-    fn stopped(&mut self, at: Option<InputPosition>) -> Result<Ended, JobError> {
+    fn stopped(&mut self, at: Option<(InputPosition, Option<Offsets>)>) -> Result<Ended, JobError> {
         let position = self.consumed;
         if position > self.checkpoints.skip_below {
             self.checkpoints.save(self.driver, self.sink, position, at, *self.skipped)?;
@@ -214,7 +214,7 @@ impl<W: JobOutput> Loop<'_, '_, W> {
                 if held > 0 {
                     self.consumed = batch[held - 1].row + 1;
                 }
-                let at = input.position();
+                let at = (input.position(), input.offsets());
                 return self.stopped(Some(at));
             }
             // A whole block split by shard, when the reader has one ready
@@ -268,7 +268,7 @@ impl<W: JobOutput> Loop<'_, '_, W> {
                         self.consumed = row + 1;
                     }
                     if due {
-                        let at = input.position();
+                        let at = (input.position(), input.offsets());
                         self.checkpoints.save(self.driver, self.sink, row + 1, Some(at), *self.skipped)?;
                     }
                     if let Some(p) = self.progress.as_deref_mut() {

@@ -84,7 +84,8 @@ pub enum JobErrorKind {
         /// Why not.
         error: io::Error,
     },
-    /// The input cannot be read again on threads.
+    /// The input cannot be read again on threads, or a partitioned one
+    /// moved to where a checkpoint stood.
     Reopen {
         /// The input's name.
         file: String,

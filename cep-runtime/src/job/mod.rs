@@ -415,6 +415,21 @@ impl Job {
             input.read_ahead.events.clear();
             skipped = c.skipped;
         }
+        // A partitioned stream (a Kafka topic) reads on from the offsets of
+        // its checkpoint, numbering its events on from the checkpoint's row.
+        if let Some(c) = &resumed
+            && let Some(offsets) = &c.offsets
+            && let Source::Events(source, _) = &mut input.source
+        {
+            let moved = source
+                .resume_at(offsets, c.position)
+                .map_err(|error| JobError::new(JobErrorKind::Reopen { file: source.file().to_owned(), error }))?;
+            if moved {
+                skipped = c.skipped;
+                let at: Vec<String> = offsets.iter().map(|(p, o)| format!("{p}:{o}")).collect();
+                report(&format!("note: {} read on from offsets {} (partition:offset)\n", source.file(), at.join(", ")));
+            }
+        }
         let summary_resumed = resumed.as_ref().map(|c| Resumed {
             position: c.position,
             output_bytes: c.output_bytes,
