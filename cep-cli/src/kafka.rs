@@ -45,6 +45,41 @@ pub fn stop_on_signals() -> Result<Arc<AtomicBool>, Failure> {
     Ok(stop)
 }
 
+/// The names a job writing a topic exactly once keeps its state under in
+/// the broker: the consumer group its input offsets are committed under
+/// and its producer's transactional id, both `cep-` and a hash of the
+/// checkpoint directory's absolute path and the two topics. The same job
+/// resumed finds them again (and fences the producer of the run it
+/// resumes); another job, with another directory, has its own.
+#[derive(Clone, Debug)]
+#[cfg_attr(not(feature = "kafka"), allow(dead_code))]
+pub struct Transactions {
+    pub group: String,
+    pub transactional_id: String,
+    /// The input topic.
+    pub input: String,
+}
+
+impl Transactions {
+    pub fn new(dir: &Path, input: &KafkaUrl, output: &KafkaUrl) -> Transactions {
+        let dir = std::path::absolute(dir).unwrap_or_else(|_| dir.to_owned());
+        // FNV-1a: stable across builds and platforms, unlike std's hasher.
+        let mut h: u64 = 0xcbf2_9ce4_8422_2325;
+        for b in dir
+            .to_string_lossy()
+            .bytes()
+            .chain([0])
+            .chain(input.to_string().bytes())
+            .chain([0])
+            .chain(output.to_string().bytes())
+        {
+            h = (h ^ u64::from(b)).wrapping_mul(0x0100_0000_01b3);
+        }
+        let name = format!("cep-{h:016x}");
+        Transactions { group: name.clone(), transactional_id: name, input: input.topic().to_owned() }
+    }
+}
+
 #[cfg(feature = "kafka")]
 mod client {
     use cep_core::Schema;
@@ -62,18 +97,26 @@ mod client {
         url: &KafkaUrl,
         until_end: bool,
         idle: Option<std::time::Duration>,
+        transactions: Option<&super::Transactions>,
     ) -> Result<JobInput<'static>, Failure> {
         let mut config = SourceConfig::new(url, until_end);
         config.idle_timeout = idle;
+        if let Some(t) = transactions {
+            config.group.clone_from(&t.group);
+        }
         config.timeout = BROKER_TIMEOUT;
         let source = KafkaSource::open(url, config, &[])
             .map_err(|e| Failure::bad_input(format!("error: --events {url}: {e}")))?;
         Ok(JobInput::events(source, Schema::new()))
     }
 
-    /// The topic as the job's output.
-    pub fn sink(url: &KafkaUrl) -> Result<KafkaSink, Failure> {
-        KafkaSink::open(url, BROKER_TIMEOUT).map_err(|e| Failure::bad_input(format!("error: --out {url}: {e}")))
+    /// The topic as the job's output: in transactions with `transactions`.
+    pub fn sink(url: &KafkaUrl, transactions: Option<&super::Transactions>) -> Result<KafkaSink, Failure> {
+        let sink = match transactions {
+            None => KafkaSink::open(url, BROKER_TIMEOUT),
+            Some(t) => KafkaSink::transactional(url, &t.transactional_id, &t.input, &t.group, BROKER_TIMEOUT),
+        };
+        sink.map_err(|e| Failure::bad_input(format!("error: --out {url}: {e}")))
     }
 }
 
@@ -86,6 +129,7 @@ pub fn source(
     url: &KafkaUrl,
     _until_end: bool,
     _idle: Option<std::time::Duration>,
+    _transactions: Option<&Transactions>,
 ) -> Result<cep_runtime::job::JobInput<'static>, Failure> {
     Err(Failure::bad_input(format!("error: --events {url}: {}", cep_kafka::KafkaDisabled)))
 }
@@ -96,6 +140,6 @@ pub type KafkaSink = Vec<u8>;
 
 /// Without the client: unreachable past [`url`], which refuses first.
 #[cfg(not(feature = "kafka"))]
-pub fn sink(url: &KafkaUrl) -> Result<KafkaSink, Failure> {
+pub fn sink(url: &KafkaUrl, _transactions: Option<&Transactions>) -> Result<KafkaSink, Failure> {
     Err(Failure::bad_input(format!("error: --out {url}: {}", cep_kafka::KafkaDisabled)))
 }

@@ -210,10 +210,17 @@ pub fn run(args: RunArgs) -> Result<(), Failure> {
     // A progress line on stderr when reading a file with stderr on a terminal.
     let mut progress = if kafka_in { None } else { Progress::for_input(&args.events) };
     let mut stop = None;
+    // Exactly once to a topic (LANGUAGE.md §9): the output in transactions
+    // committing the input's offsets under a group of this job's own.
+    let transactions = match (&kafka_out, &args.checkpoint) {
+        (Some(out), Some(dir)) => Some(kafka::Transactions::new(dir, &kafka::url(&args.events, "--events")?, out)),
+        _ => None,
+    };
+    let by_committed_offsets = transactions.is_some();
     let mut input = if kafka_in {
         let url = kafka::url(&args.events, "--events")?;
         stop = Some(kafka::stop_on_signals()?);
-        kafka::source(&url, args.until_end, idle_timeout)?
+        kafka::source(&url, args.until_end, idle_timeout, transactions.as_ref())?
     } else {
         let counter = progress.as_ref().map(|p| p.read.clone());
         let mut input = open_events_counted(&args.events, args.format.as_deref(), counter)?;
@@ -245,7 +252,12 @@ pub fn run(args: RunArgs) -> Result<(), Failure> {
         time_unit: unit,
         skip_bad_rows: skip_bad,
         idle_timeout,
-        checkpoint: args.checkpoint.clone().map(|dir| CheckpointSpec { dir, every, resume: args.resume }),
+        checkpoint: args.checkpoint.clone().map(|dir| CheckpointSpec {
+            dir,
+            every,
+            resume: args.resume,
+            by_committed_offsets,
+        }),
     };
     let mut job = Job::build(spec, &mut input, &mut |note| eprint!("{note}")).map_err(job_failure)?;
     if let Some(stop) = stop {
@@ -258,7 +270,7 @@ pub fn run(args: RunArgs) -> Result<(), Failure> {
     // one refused is an error, as a write error is.
     let mut synced = Ok(());
     let result = if let Some(url) = &kafka_out {
-        let mut sink = kafka::sink(url)?;
+        let mut sink = kafka::sink(url, transactions.as_ref())?;
         let result = job.run(input, &mut sink, watch);
         synced = cep_io::LineSink::sync(&mut sink);
         result
@@ -338,11 +350,10 @@ fn check_kafka_flags(args: &RunArgs, kafka_in: bool, kafka_out: bool) -> Result<
     if kafka_in && args.format.as_deref().is_some_and(|f| f != "jsonl") {
         return Err(Failure::bad_input("a Kafka topic's messages are JSON lines: --format jsonl, or no --format"));
     }
-    if kafka_out && args.checkpoint.is_some() {
+    if kafka_out && !kafka_in && args.checkpoint.is_some() {
         return Err(Failure::bad_input(
-            "--checkpoint with --out kafka:// is not built yet (exactly-once output in transactions, issue 39): \
-             run without it, at least once (each match's stable `id` lets a consumer drop repeats), or \
-             checkpoint to a file output",
+            "--checkpoint with --out kafka:// needs a topic as input (--events kafka://…): the input offsets \
+             committed with each checkpoint's output say which checkpoint a resumed run takes",
         ));
     }
     Ok(())

@@ -115,13 +115,19 @@ mod with_a_broker {
         v
     }
 
-    /// rise_spike from a topic of 3 partitions to a topic: the matches of
-    /// the same ticks read from a file, each keyed by its partition key.
-    #[test]
-    fn rise_spike_from_kafka_to_kafka_equals_the_file_run() {
+    /// A broker whose topic `ticks` (3 partitions) holds `n` W1 ticks, the
+    /// `outputs` topics (3 partitions each), rise_spike's query file, and
+    /// its matches on the same ticks read from a file, sorted.
+    struct W1Topic {
+        broker: Broker,
+        query: String,
+        want: Vec<String>,
+        events: String,
+    }
+
+    fn w1_topic(dir: &Scratch, n: usize, outputs: &[&str]) -> W1Topic {
         let broker = Broker::start();
-        let dir = Scratch::new("kafka", "w1");
-        let (lines, messages) = ticks(200_000);
+        let (lines, messages) = ticks(n);
         let file = dir.write("ticks.jsonl", &lines);
         let query = dir.write("q.cep", RISE_SPIKE);
         let want = cep(&["run", "--query", &query, "--events", &file, "--threads", "1"]);
@@ -129,16 +135,69 @@ mod with_a_broker {
         let want = sorted(want.stdout.lines().map(str::to_owned));
         assert!(want.len() > 10, "the ticks make matches");
         let bootstrap = broker.bootstrap();
-        cep_kafka::admin::create_topic(&bootstrap, "ticks", 3, TIMEOUT).unwrap();
-        cep_kafka::admin::create_topic(&bootstrap, "matches", 3, TIMEOUT).unwrap();
+        for topic in std::iter::once(&"ticks").chain(outputs) {
+            cep_kafka::admin::create_topic(&bootstrap, topic, 3, TIMEOUT).unwrap();
+        }
         produce(&broker, "ticks", &messages);
-        let (events, out) = (format!("kafka://{bootstrap}/ticks"), format!("kafka://{bootstrap}/matches"));
+        let events = format!("kafka://{bootstrap}/ticks");
+        W1Topic { broker, query, want, events }
+    }
+
+    /// Runs `cep args`, then `cep args --resume` again and again: each of
+    /// the first `kills` runs is killed with SIGKILL at a pseudo-random
+    /// moment between 10 % and 70 % of `full` (unless it ended before),
+    /// and `seen` gets each run's stderr and whether it ended, and says
+    /// whether the job is over (a run that ended is). Returns how many
+    /// runs were killed.
+    fn kill_and_resume(
+        args: &[&str],
+        kills: usize,
+        full: Duration,
+        seed: u64,
+        mut seen: impl FnMut(usize, bool, &std::process::Output) -> bool,
+    ) -> usize {
+        let mut rng = cep_testkit::XorShift64::new(seed);
+        let mut killed = 0;
+        for attempt in 0.. {
+            let mut cmd = Command::new(CEP);
+            cmd.args(args);
+            if attempt > 0 {
+                cmd.arg("--resume");
+            }
+            let mut child =
+                cmd.stdout(std::process::Stdio::null()).stderr(std::process::Stdio::piped()).spawn().unwrap();
+            let ended = attempt >= kills || {
+                std::thread::sleep(full.mul_f64(0.1 + (rng.next_u64() % 1000) as f64 / 1000.0 * 0.6));
+                match child.try_wait().unwrap() {
+                    None => {
+                        child.kill().unwrap(); // SIGKILL: no cleanup runs
+                        killed += 1;
+                        false
+                    }
+                    Some(_) => true,
+                }
+            };
+            let o = child.wait_with_output().unwrap();
+            if seen(attempt, ended, &o) {
+                return killed;
+            }
+        }
+        unreachable!()
+    }
+
+    /// rise_spike from a topic of 3 partitions to a topic: the matches of
+    /// the same ticks read from a file, each keyed by its partition key.
+    #[test]
+    fn rise_spike_from_kafka_to_kafka_equals_the_file_run() {
+        let dir = Scratch::new("kafka", "w1");
+        let W1Topic { broker, query, want, events } = w1_topic(&dir, 200_000, &["matches"]);
+        let out = format!("kafka://{}/matches", broker.bootstrap());
         for threads in ["1", "2"] {
             let args =
                 ["run", "--query", &query, "--events", &events, "--out", &out, "--until-end", "--threads", threads];
             let o = cep(&args);
             assert_eq!(o.code, Some(0), "{o:#?}");
-            assert!(o.stderr.contains(&format!("summary: {} rows read", messages.len())), "{o:#?}");
+            assert!(o.stderr.contains("summary: 200000 rows read"), "{o:#?}");
         }
         let got = consume(&broker, "matches");
         for (key, line) in &got {
@@ -243,82 +302,43 @@ mod with_a_broker {
     /// thread and on two.
     #[test]
     fn killed_and_resumed_from_a_topic_equals_an_uninterrupted_run() {
-        use std::process::Stdio;
-        let broker = Broker::start();
         let dir = Scratch::new("kafka", "kill");
-        let (_, messages) = ticks(200_000);
-        let query = dir.write("q.cep", RISE_SPIKE);
-        let bootstrap = broker.bootstrap();
-        cep_kafka::admin::create_topic(&bootstrap, "ticks", 3, TIMEOUT).unwrap();
-        produce(&broker, "ticks", &messages);
-        let events = format!("kafka://{bootstrap}/ticks");
-        let mut rng = cep_testkit::XorShift64::new(0x5EED_4B1D);
+        let w1 = w1_topic(&dir, 200_000, &[]);
         for threads in ["1", "2"] {
             let run = |out: &str, ckpt: &str| -> Vec<String> {
-                [
-                    "run",
-                    "--query",
-                    &query,
-                    "--events",
-                    &events,
-                    "--until-end",
-                    "--threads",
-                    threads,
-                    "--out",
-                    out,
-                    "--checkpoint",
-                    ckpt,
-                    "--checkpoint-every",
-                    "5000",
-                ]
-                .map(String::from)
-                .to_vec()
+                let flags = ["--until-end", "--threads", threads, "--out", out, "--checkpoint", ckpt];
+                ["run", "--query", &w1.query, "--events", &w1.events]
+                    .into_iter()
+                    .chain(flags)
+                    .chain(["--checkpoint-every", "5000"])
+                    .map(String::from)
+                    .collect()
             };
             let whole = dir.0.join(format!("whole{threads}.jsonl"));
+            let ckpt = dir.0.join(format!("ck-whole{threads}"));
             let started = Instant::now();
-            let o = cep(&run(whole.to_str().unwrap(), dir.0.join(format!("ck-whole{threads}")).to_str().unwrap())
+            let o = cep(&run(whole.to_str().unwrap(), ckpt.to_str().unwrap())
                 .iter()
                 .map(String::as_str)
                 .collect::<Vec<_>>());
             assert_eq!(o.code, Some(0), "{o:#?}");
             let full = started.elapsed();
             let want = std::fs::read_to_string(&whole).unwrap();
-            assert!(want.lines().count() > 10, "the ticks make matches");
+            assert_eq!(sorted(want.lines().map(str::to_owned)), w1.want, "the file run's matches");
 
             let out = dir.0.join(format!("out{threads}.jsonl"));
             let args = run(out.to_str().unwrap(), dir.0.join(format!("ck{threads}")).to_str().unwrap());
-            let (mut killed, mut resumed) = (0, 0);
-            for attempt in 0.. {
-                let mut cmd = Command::new(CEP);
-                cmd.args(&args);
-                if attempt > 0 {
-                    cmd.arg("--resume");
-                }
-                let mut child = cmd.stdout(Stdio::null()).stderr(Stdio::piped()).spawn().unwrap();
-                let ended = if attempt < 5 {
-                    std::thread::sleep(full.mul_f64(0.1 + (rng.next_u64() % 1000) as f64 / 1000.0 * 0.6));
-                    match child.try_wait().unwrap() {
-                        None => {
-                            child.kill().unwrap(); // SIGKILL: no cleanup runs
-                            killed += 1;
-                            false
-                        }
-                        Some(_) => true,
-                    }
-                } else {
-                    true
-                };
-                let o = child.wait_with_output().unwrap();
+            let args: Vec<&str> = args.iter().map(String::as_str).collect();
+            let mut resumed = 0;
+            let killed = kill_and_resume(&args, 5, full, 0x5EED_4B1D, |attempt, ended, o| {
                 let stderr = String::from_utf8_lossy(&o.stderr);
                 if stderr.contains("resuming after row") {
                     assert!(stderr.contains("read on from offsets 0:"), "the topic is not read again: {stderr}");
                     resumed += 1;
                 }
-                if ended {
-                    assert!(o.status.success(), "attempt {attempt}: {stderr}");
-                    break;
-                }
-            }
+                assert!(!ended || o.status.success(), "attempt {attempt}: {stderr}");
+                ended
+            });
             eprintln!("{threads} thread(s): killed {killed} times (full run {full:?}), {resumed} resumed runs");
             assert!(killed >= 3, "only {killed} runs were killed before they ended");
             assert!(resumed >= 2, "too few resumes from a checkpoint: {resumed}");
@@ -326,6 +346,128 @@ mod with_a_broker {
             assert_eq!(got.lines().count(), want.lines().count(), "no match lost, none twice");
             assert!(got == want, "{threads} thread(s): the bytes of the uninterrupted run");
         }
+    }
+
+    /// rise_spike from a topic to a topic with checkpoints: the output in
+    /// transactions committed with the input's offsets. Uninterrupted, the
+    /// topic holds each match once, and a `--resume` after the end says
+    /// there is nothing to resume. Stopped with SIGTERM 3 times mid-run
+    /// (each stop checkpoints and commits) and resumed each time from the
+    /// checkpoint of the committed offsets, the topic again holds each
+    /// match once. Runs killed with SIGKILL between the checkpoint and the
+    /// commit are checked at our level (`cep-runtime/tests/transactions.rs`):
+    /// the test broker shows aborted transactions' records to every
+    /// consumer (DESIGN.md §4).
+    #[test]
+    fn exactly_once_from_a_topic_to_a_topic() {
+        use std::process::Stdio;
+        let dir = Scratch::new("kafka", "exactly-once");
+        let W1Topic { broker, query, want, events } = w1_topic(&dir, 100_000, &["once", "stopped"]);
+        let bootstrap = broker.bootstrap();
+        let args = |out: &str, ckpt: &str| -> Vec<String> {
+            let out = format!("kafka://{bootstrap}/{out}");
+            ["run", "--query", &query, "--events", &events, "--until-end", "--out", &out, "--checkpoint", ckpt]
+                .map(String::from)
+                .into_iter()
+                .chain(["--checkpoint-every".to_owned(), "5000".to_owned()])
+                .collect()
+        };
+        let once = args("once", dir.0.join("ck-once").to_str().unwrap());
+        let started = Instant::now();
+        let o = cep(&once.iter().map(String::as_str).collect::<Vec<_>>());
+        assert_eq!(o.code, Some(0), "{o:#?}");
+        let full = started.elapsed();
+        let got = sorted(consume(&broker, "once").into_iter().map(|(_, l)| l));
+        assert_eq!(got, want, "each match once");
+        let again = cep(&[&once.iter().map(String::as_str).collect::<Vec<_>>()[..], &["--resume"]].concat());
+        assert_eq!(again.code, Some(2), "{again:#?}");
+        assert!(again.stderr.contains("ended, its output committed to the end of its input"), "{again:#?}");
+
+        let stopped = args("stopped", dir.0.join("ck-stopped").to_str().unwrap());
+        let (mut stops, mut resumed) = (0, 0);
+        for attempt in 0.. {
+            let mut cmd = Command::new(CEP);
+            cmd.args(&stopped);
+            if attempt > 0 {
+                cmd.arg("--resume");
+            }
+            let child = cmd.stdout(Stdio::null()).stderr(Stdio::piped()).spawn().unwrap();
+            if attempt < 3 {
+                std::thread::sleep(full.mul_f64(0.3));
+                // SIGTERM: the run checkpoints, commits and exits 0.
+                let _ = Command::new("kill").args(["-TERM", &child.id().to_string()]).status();
+                stops += 1;
+            }
+            let o = child.wait_with_output().unwrap();
+            let stderr = String::from_utf8_lossy(&o.stderr);
+            assert!(o.status.success(), "attempt {attempt}: {stderr}");
+            resumed += usize::from(stderr.contains("resuming after row"));
+            if attempt >= 3 {
+                break;
+            }
+        }
+        assert!(resumed >= 2, "{stops} stops, {resumed} runs resumed from a committed checkpoint");
+        let got = sorted(consume(&broker, "stopped").into_iter().map(|(_, l)| l));
+        assert_eq!(got, want, "each match once across the stops");
+    }
+
+    /// The same with SIGKILL at 5 pseudo-random moments and `--resume` each
+    /// time: every resumed run takes the checkpoint of the committed
+    /// offsets (or the beginning, when nothing was committed yet) and the
+    /// last one ends; the topic holds every match and nothing else. The
+    /// test broker also shows the records of the killed runs' aborted
+    /// transactions, so a match may appear more than once here; that a
+    /// committed output holds each once is checked at our level
+    /// (`cep-runtime/tests/transactions.rs`).
+    #[test]
+    fn killed_from_a_topic_to_a_topic_resumes_from_the_committed_checkpoint() {
+        let dir = Scratch::new("kafka", "exactly-once-killed");
+        let w1 = w1_topic(&dir, 100_000, &["killed"]);
+        let out = format!("kafka://{}/killed", w1.broker.bootstrap());
+        let ckpt = dir.0.join("ck");
+        let args = [
+            "run",
+            "--query",
+            &w1.query,
+            "--events",
+            &w1.events,
+            "--until-end",
+            "--out",
+            &out,
+            "--checkpoint",
+            ckpt.to_str().unwrap(),
+            "--checkpoint-every",
+            "5000",
+        ];
+        let started = Instant::now();
+        let probe = Command::new(CEP).args(args).output().unwrap();
+        assert!(probe.status.success(), "{}", String::from_utf8_lossy(&probe.stderr));
+        let full = started.elapsed();
+        // The first of the runs below is a fresh run (no --resume): the job
+        // starts again.
+        let mut resumed = 0;
+        let killed = kill_and_resume(&args, 5, full, 0x00DD_BA11, |attempt, ended, o| {
+            let stderr = String::from_utf8_lossy(&o.stderr);
+            // A run killed right after it committed its end leaves nothing
+            // to resume: the next one says so.
+            let over = stderr.contains("ended, its output committed to the end of its input");
+            if attempt > 0 && !stderr.is_empty() {
+                assert!(
+                    stderr.contains("resuming after row") || stderr.contains("no output committed") || over,
+                    "attempt {attempt}: {stderr}"
+                );
+            }
+            resumed += usize::from(stderr.contains("resuming after row"));
+            assert!(!ended || over || o.status.success(), "attempt {attempt}: {stderr}");
+            ended || over
+        });
+        eprintln!("killed {killed} times (full run {full:?}), {resumed} runs resumed from a committed checkpoint");
+        assert!(killed >= 3, "only {killed} runs were killed before they ended");
+        assert!(resumed >= 2, "too few resumes from a committed checkpoint: {resumed}");
+        let mut got: Vec<String> = consume(&w1.broker, "killed").into_iter().map(|(_, l)| l).collect();
+        got.sort();
+        got.dedup();
+        assert_eq!(got, w1.want, "every match, and nothing else");
     }
 
     /// Flags that do not go with a topic are refused.
@@ -336,7 +478,7 @@ mod with_a_broker {
         let topic = "kafka://127.0.0.1:9/in";
         for (args, says) in [
             (vec!["--events", topic, "--format", "csv"], "JSON lines"),
-            (vec!["--events", &query, "--out", topic, "--checkpoint", "cp"], "--checkpoint with --out kafka://"),
+            (vec!["--events", &query, "--out", topic, "--checkpoint", "cp"], "needs a topic as input"),
             (vec!["--events", &query, "--until-end"], "--until-end applies to a Kafka topic"),
             (vec!["--events", "kafka://nowhere/in"], "kafka://nowhere/in"),
         ] {

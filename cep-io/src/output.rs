@@ -179,6 +179,24 @@ pub trait LineSink: Write {
     fn pending(&self) -> Vec<Vec<u8>> {
         Vec::new()
     }
+
+    /// Whether the sink writes in transactions that commit the input's
+    /// offsets with the output (a Kafka topic written exactly once): a
+    /// resumed run then takes the checkpoint whose offsets are the
+    /// committed ones, and a run commits its last lines at the end. False
+    /// (the default) for a file, whose bytes a checkpoint counts instead.
+    fn transactional(&self) -> bool {
+        false
+    }
+
+    /// Makes the lines written since the last commit part of the output,
+    /// with `offsets`, the input's position after them (see
+    /// [`transactional`](Self::transactional)); called once a checkpoint
+    /// of that position is saved (two phases: the checkpoint file, then
+    /// the commit). Does nothing by default.
+    fn commit(&mut self, _offsets: Option<&crate::Offsets>) -> io::Result<()> {
+        Ok(())
+    }
 }
 
 impl LineSink for FileOutput {
@@ -218,6 +236,14 @@ impl<S: LineSink + ?Sized> LineSink for &mut S {
         (**self).pending()
     }
 
+    fn transactional(&self) -> bool {
+        (**self).transactional()
+    }
+
+    fn commit(&mut self, offsets: Option<&crate::Offsets>) -> io::Result<()> {
+        (**self).commit(offsets)
+    }
+
     fn sync(&mut self) -> io::Result<()> {
         (**self).sync()
     }
@@ -230,6 +256,14 @@ impl<S: LineSink + ?Sized> LineSink for Box<S> {
 
     fn pending(&self) -> Vec<Vec<u8>> {
         (**self).pending()
+    }
+
+    fn transactional(&self) -> bool {
+        (**self).transactional()
+    }
+
+    fn commit(&mut self, offsets: Option<&crate::Offsets>) -> io::Result<()> {
+        (**self).commit(offsets)
     }
 
     fn sync(&mut self) -> io::Result<()> {

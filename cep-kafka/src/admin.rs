@@ -1,4 +1,5 @@
-//! Topics: create one, list its partitions (`kafka` feature).
+//! Topics: create one, list its partitions, read a group's committed
+//! offsets (`kafka` feature).
 //!
 //! A job assigns itself every partition of its input topic (DESIGN.md §2.8),
 //! so it needs the partition list from the broker's metadata; tests need
@@ -51,4 +52,29 @@ pub fn partitions(bootstrap: &str, topic: &str, timeout: Duration) -> Result<Vec
     let mut ids: Vec<i32> = found.partitions().iter().map(|p| p.id()).collect();
     ids.sort_unstable();
     Ok(ids)
+}
+
+/// The offsets `consumer`'s group has committed for `partitions` of
+/// `topic`, by partition (a partition without one is left out).
+pub fn committed(
+    consumer: &BaseConsumer,
+    topic: &str,
+    partitions: impl IntoIterator<Item = i32>,
+    timeout: Duration,
+) -> Result<Vec<(i32, i64)>, KafkaError> {
+    let mut query = rdkafka::TopicPartitionList::new();
+    for p in partitions {
+        query.add_partition(topic, p);
+    }
+    let answer = consumer.committed_offsets(query, timeout)?;
+    let mut got: Vec<(i32, i64)> = answer
+        .elements()
+        .iter()
+        .filter_map(|e| match e.offset() {
+            rdkafka::Offset::Offset(o) => Some((e.partition(), o)),
+            _ => None,
+        })
+        .collect();
+    got.sort_unstable();
+    Ok(got)
 }

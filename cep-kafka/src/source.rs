@@ -490,6 +490,16 @@ impl EventSource for KafkaSource {
         Ok(true)
     }
 
+    /// The group's committed offsets of the topic's partitions (a
+    /// partition without one is left out; empty when none has one).
+    fn committed_offsets(&self) -> io::Result<Option<Offsets>> {
+        let parts = self.parts.iter().map(|p| p.id);
+        let committed = admin::committed(&self.consumer, &self.topic, parts, self.config.timeout).map_err(|e| {
+            io::Error::other(format!("cannot read the offsets committed for group {}: {e}", self.config.group))
+        })?;
+        Ok(Some(committed))
+    }
+
     fn use_schema(&mut self, schema: &Schema, keep: Option<&[FieldId]>) {
         *self.reader.schema_mut() = schema.clone();
         self.reader.set_observe(false);

@@ -277,6 +277,18 @@ pub fn decode(bytes: &[u8]) -> Result<Checkpoint, LoadError> {
 /// Writes `c` into `dir` atomically (see the [module](self) docs) and
 /// returns its path; older checkpoints beyond the previous one are deleted.
 pub fn save(dir: &Path, c: &Checkpoint) -> io::Result<PathBuf> {
+    let path = save_keeping(dir, c)?;
+    let all = list(dir)?;
+    for (_, old) in &all[..all.len().saturating_sub(KEEP)] {
+        let _ = fs::remove_file(old);
+    }
+    Ok(path)
+}
+
+/// [`save`], deleting no older checkpoint: with a transactional output the
+/// one whose output was committed last must stay until a newer one's is
+/// ([`prune_before`]), however many are saved and not committed.
+pub fn save_keeping(dir: &Path, c: &Checkpoint) -> io::Result<PathBuf> {
     fs::create_dir_all(dir)?;
     let next = list(dir)?.last().map_or(1, |(n, _)| n + 1);
     let path = dir.join(format!("checkpoint-{next:012}.ckpt"));
@@ -288,18 +300,56 @@ pub fn save(dir: &Path, c: &Checkpoint) -> io::Result<PathBuf> {
     }
     fs::rename(&tmp, &path)?;
     sync_dir(dir)?;
-    let all = list(dir)?;
-    for (_, old) in &all[..all.len().saturating_sub(KEEP)] {
-        let _ = fs::remove_file(old);
-    }
     Ok(path)
 }
 
+/// Deletes the checkpoints of `dir` saved before the one at `path`.
+pub fn prune_before(dir: &Path, path: &Path) -> io::Result<()> {
+    for (_, old) in list(dir)?.into_iter().take_while(|(_, p)| p != path) {
+        let _ = fs::remove_file(old);
+    }
+    Ok(())
+}
+
+/// The file that says a run with a transactional output ended, and with
+/// which input offsets its last output was committed ([`mark_ended`]).
+const ENDED: &str = "ended";
+
+/// Records, before a transactional output commits its last lines, that the
+/// run ends with the input at `offsets` (as `partition:offset, …`): a
+/// resumed run whose committed offsets are these has nothing to do. (A
+/// crash before the commit leaves other offsets committed, and the mark
+/// does not apply.)
+pub fn mark_ended(dir: &Path, offsets: &str) -> io::Result<()> {
+    let tmp = dir.join(format!("{ENDED}.tmp"));
+    {
+        let mut file = File::create(&tmp)?;
+        file.write_all(offsets.as_bytes())?;
+        file.sync_all()?;
+    }
+    fs::rename(&tmp, dir.join(ENDED))?;
+    sync_dir(dir)
+}
+
+/// The offsets [`mark_ended`] recorded in `dir`, if any.
+pub fn ended(dir: &Path) -> io::Result<Option<String>> {
+    match fs::read_to_string(dir.join(ENDED)) {
+        Ok(text) => Ok(Some(text)),
+        Err(e) if e.kind() == io::ErrorKind::NotFound => Ok(None),
+        Err(e) => Err(e),
+    }
+}
+
 /// Deletes the checkpoints in `dir` (a run that starts afresh must not be
-/// resumed from an earlier run's state). Other files are left alone.
+/// resumed from an earlier run's state), and the mark of an ended run.
+/// Other files are left alone.
 pub fn clear(dir: &Path) -> io::Result<()> {
     if !dir.exists() {
         return Ok(());
+    }
+    match fs::remove_file(dir.join(ENDED)) {
+        Err(e) if e.kind() != io::ErrorKind::NotFound => return Err(e),
+        _ => {}
     }
     for (_, path) in list(dir)? {
         fs::remove_file(path)?;
@@ -310,13 +360,24 @@ pub fn clear(dir: &Path) -> io::Result<()> {
 /// The newest checkpoint in `dir` that reads back whole (`None` if there
 /// is none), and one warning per newer file that does not.
 pub fn load_newest(dir: &Path) -> io::Result<(Option<Checkpoint>, Vec<String>)> {
+    load_newest_where(dir, |_| true)
+}
+
+/// The newest checkpoint in `dir` that reads back whole and that `accept`
+/// takes (`None` if there is none), and one warning per newer file that
+/// does not read back.
+pub fn load_newest_where(
+    dir: &Path,
+    accept: impl Fn(&Checkpoint) -> bool,
+) -> io::Result<(Option<Checkpoint>, Vec<String>)> {
     let mut warnings = Vec::new();
     if !dir.exists() {
         return Ok((None, warnings));
     }
     for (_, path) in list(dir)?.into_iter().rev() {
         match fs::read(&path).map_err(LoadError::Io).and_then(|b| decode(&b)) {
-            Ok(c) => return Ok((Some(c), warnings)),
+            Ok(c) if accept(&c) => return Ok((Some(c), warnings)),
+            Ok(_) => {}
             Err(e) => warnings.push(format!("{}: {e}; trying the previous checkpoint", path.display())),
         }
     }

@@ -90,7 +90,7 @@ fn a_job_stopped_and_resumed_writes_what_an_uninterrupted_one_writes() {
         }
         for (stop_at, every) in [(1234, 100), (7, 1000), (2999, 500), (1500, 250)] {
             let d = dir(&format!("{threads}-{stop_at}-{every}"));
-            let ckpt = |resume| Some(CheckpointSpec { dir: d.0.clone(), every, resume });
+            let ckpt = |resume| Some(CheckpointSpec { dir: d.0.clone(), every, resume, by_committed_offsets: false });
             let (mut first, end, _) = run(spec(threads, ckpt(false)), &evs, Some(stop_at));
             assert_eq!(end, RunEnd::Stopped, "the run stopped at {stop_at}");
             let (rest, end, kept) = run(spec(threads, ckpt(true)), &evs, None);
@@ -112,7 +112,7 @@ fn a_job_stopped_and_resumed_writes_what_an_uninterrupted_one_writes() {
 fn a_checkpoint_of_another_job_is_refused_with_its_thread_count() {
     let evs = events(500);
     let d = dir("mismatch");
-    let ckpt = |resume| Some(CheckpointSpec { dir: d.0.clone(), every: 100, resume });
+    let ckpt = |resume| Some(CheckpointSpec { dir: d.0.clone(), every: 100, resume, by_committed_offsets: false });
     let (_, end, _) = run(spec(2, ckpt(false)), &evs, Some(300));
     assert_eq!(end, RunEnd::Stopped);
     // The same job on one thread: the checkpoint names the two it needs.

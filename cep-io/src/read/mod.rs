@@ -477,6 +477,15 @@ pub trait EventSource {
         Ok(false)
     }
 
+    /// The offsets committed for this source with the output of a
+    /// transactional sink ([`LineSink::commit`](crate::LineSink::commit)),
+    /// which say which checkpoint a resumed run takes: empty when nothing
+    /// was committed yet. `None` (the default): the source keeps no such
+    /// offsets.
+    fn committed_offsets(&self) -> std::io::Result<Option<Offsets>> {
+        Ok(None)
+    }
+
     /// The next block of events whole, if this source was read in blocks
     /// without a partition (see
     /// [`ParallelReader::take_events`](crate::parallel::ParallelReader::take_events));

@@ -6,7 +6,7 @@ use std::path::{Path, PathBuf};
 use cep_io::parallel::BlockInfo;
 use cep_io::{InputPosition, Offsets};
 
-use super::drive::Sink;
+use super::drive::{Sink, write_failed};
 use super::driver::Driver;
 use super::error::{JobError, JobErrorKind};
 use crate::checkpoint::{self, Checkpoint, InputIdentity};
@@ -103,7 +103,18 @@ impl Checkpoints {
             output_pending,
             offsets,
         };
-        checkpoint::save(dir, &c).map_err(failed)?;
+        let out = sink.get_mut().get_mut();
+        if !out.transactional() {
+            checkpoint::save(dir, &c).map_err(failed)?;
+        } else {
+            // Two phases: the checkpoint, then the commit of its epoch's
+            // lines with its offsets. A crash between them leaves the lines
+            // uncommitted, and the resumed run takes the checkpoint of the
+            // committed offsets: it stays until a newer one is committed.
+            let path = checkpoint::save_keeping(dir, &c).map_err(failed)?;
+            out.commit(c.offsets.as_ref()).map_err(write_failed)?;
+            checkpoint::prune_before(dir, &path).map_err(failed)?;
+        }
         self.next_at = position.saturating_add(self.every);
         Ok(())
     }
@@ -114,15 +125,46 @@ impl Checkpoints {
 /// `fingerprint`, that of this job on `shards` shards; otherwise an error,
 /// which names the shards the checkpoint needs when `taken_with` finds a
 /// number that gives its fingerprint.
+///
+/// With `committed` (a transactional output's committed input offsets), the
+/// checkpoint is the newest whose offsets are those: the one whose output
+/// was committed. Nothing committed yet: start from the beginning; offsets
+/// of no checkpoint: an error.
 pub(crate) fn resume_from(
     dir: &Path,
     (fingerprint, shards): (u64, usize),
     taken_with: impl Fn(u64) -> Option<usize>,
+    committed: Option<&Offsets>,
     report: &mut dyn FnMut(&str),
 ) -> Result<Option<Checkpoint>, JobError> {
-    let (found, warnings) = checkpoint::load_newest(dir).map_err(|error| {
+    if committed.is_some_and(Vec::is_empty) {
+        report(&format!(
+            "note: no output committed with the checkpoints in {}: starting from the beginning\n",
+            dir.display()
+        ));
+        return Ok(None);
+    }
+    let sorted = |o: &Offsets| {
+        let mut o = o.clone();
+        o.sort_unstable();
+        o
+    };
+    let want = committed.map(sorted);
+    if let Some(w) = &want {
+        let ended = checkpoint::ended(dir).map_err(|error| {
+            JobError::new(JobErrorKind::Checkpoint { dir: dir.to_owned(), doing: "read the checkpoints in", error })
+        })?;
+        if ended.as_deref() == Some(offsets_text(w).as_str()) {
+            return Err(JobError::new(JobErrorKind::Ended { dir: dir.to_owned() }));
+        }
+    }
+    let accept = |c: &Checkpoint| want.as_ref().is_none_or(|w| c.offsets.as_ref().map(sorted).as_ref() == Some(w));
+    let (found, warnings) = checkpoint::load_newest_where(dir, accept).map_err(|error| {
         JobError::new(JobErrorKind::Checkpoint { dir: dir.to_owned(), doing: "read the checkpoints in", error })
     })?;
+    if let (None, Some(offsets)) = (&found, &want) {
+        return Err(JobError::new(JobErrorKind::Uncommitted { dir: dir.to_owned(), offsets: offsets_text(offsets) }));
+    }
     for w in warnings {
         report(&format!("warning: {w}\n"));
     }
@@ -194,4 +236,11 @@ pub(crate) fn check_input(
         }
         (InputIdentity::Unidentified, None) => Ok(None),
     }
+}
+
+/// Offsets as `partition:offset, …`, by partition.
+pub(crate) fn offsets_text(offsets: &[(i32, i64)]) -> String {
+    let mut sorted = offsets.to_vec();
+    sorted.sort_unstable();
+    sorted.iter().map(|(p, o)| format!("{p}:{o}")).collect::<Vec<_>>().join(", ")
 }

@@ -121,6 +121,23 @@ impl<W: JobOutput> Loop<'_, '_, W> {
         self.check_bound()?;
         self.driver.finish(self.sink).map_err(write_failed)?;
         self.check_bound()?;
+        // A transactional output commits its last lines with the end of
+        // the input, marked as the end first: a resumed run whose committed
+        // offsets are those has nothing to do (the state after the end is
+        // no checkpoint: its deadlines have all fired).
+        if let Some(dir) = &self.checkpoints.dir
+            && self.sink.get_ref().get_ref().transactional()
+        {
+            self.sink.flush().map_err(write_failed)?;
+            let offsets = input.offsets();
+            let out = self.sink.get_mut().get_mut();
+            out.sync().map_err(write_failed)?;
+            let mark = super::checkpoints::offsets_text(offsets.as_ref().map_or(&[][..], Vec::as_slice));
+            crate::checkpoint::mark_ended(dir, &mark).map_err(|error| {
+                JobError::new(JobErrorKind::Checkpoint { dir: dir.clone(), doing: "mark the end in", error })
+            })?;
+            out.commit(offsets.as_ref()).map_err(write_failed)?;
+        }
         Ok(Ended::Input)
     }
 
@@ -287,6 +304,9 @@ impl<W: JobOutput> Loop<'_, '_, W> {
             }
         }
         self.hand_over(&batch[..held], file, input.last_line())?;
+        if held > 0 {
+            self.consumed = batch[held - 1].row + 1;
+        }
         Ok(Ended::Input)
     }
 

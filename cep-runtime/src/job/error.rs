@@ -112,6 +112,21 @@ pub enum JobErrorKind {
         /// This job's shards.
         shards: usize,
     },
+    /// The run whose checkpoints these are ended, its output committed to
+    /// the end of its input: nothing to resume.
+    Ended {
+        /// The directory.
+        dir: PathBuf,
+    },
+    /// The output was committed with input offsets (a Kafka transaction)
+    /// that no checkpoint in the directory has: the directory is another
+    /// run's, or its checkpoints were removed.
+    Uncommitted {
+        /// The directory.
+        dir: PathBuf,
+        /// The committed offsets, `partition:offset, …`.
+        offsets: String,
+    },
     /// The newest checkpoint was taken on another input: a file whose
     /// first bytes, up to where the checkpoint stood, are not those it read.
     OtherInput {
@@ -158,6 +173,8 @@ impl JobError {
             | Alerts { .. }
             | Late { .. }
             | Mismatch { .. }
+            | Uncommitted { .. }
+            | Ended { .. }
             | OtherInput { .. }
             | Restore { .. }
             | StateLimit { .. } => true,
@@ -195,6 +212,18 @@ impl fmt::Display for JobError {
             Threads { count, error } => write!(f, "cannot start {count} threads: {error}"),
             Reopen { file, error } => write!(f, "cannot read {file}: {error}"),
             Checkpoint { dir, doing, error } => write!(f, "cannot {doing} {}: {error}", dir.display()),
+            Ended { dir } => write!(
+                f,
+                "the run whose checkpoints are in {} ended, its output committed to the end of its input: nothing \
+                 to resume (without --resume a run starts again)",
+                dir.display()
+            ),
+            Uncommitted { dir, offsets } => write!(
+                f,
+                "the output was committed with the input at offsets {offsets} (partition:offset), which no \
+                 checkpoint in {} has: the directory is another run's, or its checkpoints were removed",
+                dir.display()
+            ),
             Mismatch { dir, taken_with: Some(n), shards } => write!(
                 f,
                 "the checkpoint in {} was taken with the queries on {n} thread{} (this run: {shards})",

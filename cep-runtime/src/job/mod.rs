@@ -46,7 +46,7 @@
 //! let spec = |resume| JobSpec {
 //!     queries: vec![QueryText::new("q", "QUERY ab PATTERN SEQ(A a, B b) WHERE [k] WITHIN 10")],
 //!     threads: Some(1),
-//!     checkpoint: Some(CheckpointSpec { dir: dir.clone(), every: 100, resume }),
+//!     checkpoint: Some(CheckpointSpec { dir: dir.clone(), every: 100, resume, by_committed_offsets: false }),
 //!     ..JobSpec::default()
 //! };
 //! let run = |resume: bool, stop_at: Option<usize>| {
@@ -379,7 +379,24 @@ impl Job {
         if let Some(c) = &spec.checkpoint {
             if c.resume {
                 let taken_with = |f: u64| (1..=MAX_THREADS).find(|&n| spec.fingerprint(n, &field_names) == f);
-                resumed = checkpoints::resume_from(&c.dir, (fingerprint, shard_count), taken_with, report)?;
+                let committed = match (&input.source, c.by_committed_offsets) {
+                    (Source::Events(source, _), true) => source.committed_offsets().map_err(|error| {
+                        JobError::new(JobErrorKind::Reopen { file: source.file().to_owned(), error })
+                    })?,
+                    _ => None,
+                };
+                if c.by_committed_offsets && committed.is_none() {
+                    return Err(spec_error(
+                        "an output that commits input offsets needs an input that keeps them (a Kafka topic)",
+                    ));
+                }
+                resumed = checkpoints::resume_from(
+                    &c.dir,
+                    (fingerprint, shard_count),
+                    taken_with,
+                    committed.as_ref(),
+                    report,
+                )?;
                 if let Some(r) = &resumed {
                     let file = match &input.source {
                         Source::File(f) if !streaming => Some(&**f),

@@ -57,6 +57,12 @@ pub struct CheckpointSpec {
     /// fingerprint (none there: start from the beginning). Without it, the
     /// directory's earlier checkpoints are cleared.
     pub resume: bool,
+    /// The output commits each checkpoint's input offsets with its lines
+    /// (a Kafka topic written in transactions,
+    /// [`LineSink::transactional`](cep_io::LineSink::transactional)): on
+    /// resume, the offsets the input says are committed choose the
+    /// checkpoint, not its age.
+    pub by_committed_offsets: bool,
 }
 
 /// Default input rows between checkpoints.

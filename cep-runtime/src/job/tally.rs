@@ -127,6 +127,14 @@ impl<W: LineSink> LineSink for Tally<W> {
     fn sync(&mut self) -> io::Result<()> {
         self.inner.sync().inspect_err(|e| self.note(e))
     }
+
+    fn transactional(&self) -> bool {
+        self.inner.transactional()
+    }
+
+    fn commit(&mut self, offsets: Option<&cep_io::Offsets>) -> io::Result<()> {
+        self.inner.commit(offsets).inspect_err(|e| self.note(e))
+    }
 }
 
 #[cfg(test)]
