@@ -4,14 +4,19 @@
 //!
 //! ```text
 //! cep-kafka create  kafka://HOST:PORT/TOPIC [--partitions N]
-//! cep-kafka produce kafka://HOST:PORT/TOPIC FILE [--key FIELD]
-//! cep-kafka consume kafka://HOST:PORT/TOPIC
+//! cep-kafka produce kafka://HOST:PORT/TOPIC FILE [--key FIELD] [--rate N]
+//! cep-kafka consume kafka://HOST:PORT/TOPIC [--follow SECONDS] [--stamp]
 //! ```
 //!
 //! `produce` keys each message by the line's `FIELD` member (so that a key's
 //! events stay in one partition, in order) and waits until the broker has
-//! every message; `consume` prints every message now in the topic, all
-//! partitions, one per line, and stops at the end.
+//! every message; with `--rate N` it sends line `i` (from 0) at `t0 + i / N`
+//! seconds, each at once (no batching), and says `t0` (Unix nanoseconds) on
+//! stderr: a latency measurement's clock. `consume` prints every message
+//! now in the topic, all partitions, one per line, and stops at the end;
+//! with `--follow S` it waits for more until none came for `S` seconds;
+//! with `--stamp` each line starts with the Unix nanoseconds it was
+//! received at and a tab.
 
 use std::collections::BTreeSet;
 use std::io::{BufRead, BufReader, Write};
@@ -41,7 +46,8 @@ fn main() -> ExitCode {
 }
 
 fn run(args: &[String]) -> Result<(), String> {
-    let usage = "usage: cep-kafka create URL [--partitions N] | produce URL FILE [--key FIELD] | consume URL";
+    let usage = "usage: cep-kafka create URL [--partitions N] | produce URL FILE [--key FIELD] [--rate N] | \
+                 consume URL [--follow SECONDS] [--stamp]";
     let (command, rest) = args.split_first().ok_or(usage)?;
     let url: KafkaUrl = rest.first().ok_or(usage)?.parse().map_err(|e| format!("{e}"))?;
     let flag = |name: &str| rest.iter().position(|a| a == name).and_then(|i| rest.get(i + 1)).cloned();
@@ -54,22 +60,34 @@ fn run(args: &[String]) -> Result<(), String> {
         }
         "produce" => {
             let file = rest.get(1).filter(|f| !f.starts_with("--")).ok_or(usage)?;
-            produce(&url, file, flag("--key").as_deref())
+            let rate =
+                flag("--rate").map(|n| n.parse::<f64>().ok().filter(|r| *r > 0.0).ok_or(format!("bad --rate {n}")));
+            produce(&url, file, flag("--key").as_deref(), rate.transpose()?)
         }
-        "consume" => consume(&url),
+        "consume" => {
+            let follow = flag("--follow")
+                .map(|s| s.parse::<f64>().map(Duration::from_secs_f64).map_err(|_| format!("bad --follow {s}")));
+            consume(&url, follow.transpose()?, rest.iter().any(|a| a == "--stamp"))
+        }
         _ => Err(usage.into()),
     }
 }
 
 /// Sends each line of `file` (`-`: stdin) as a message, keyed by its
 /// `key` member when given; prints how many.
-fn produce(url: &KafkaUrl, file: &str, key: Option<&str>) -> Result<(), String> {
+fn produce(url: &KafkaUrl, file: &str, key: Option<&str>, rate: Option<f64>) -> Result<(), String> {
     let producer: BaseProducer = ClientConfig::new()
         .set("bootstrap.servers", url.bootstrap())
-        .set("linger.ms", "5")
+        .set("linger.ms", if rate.is_some() { "1" } else { "5" })
         .set("compression.type", "lz4")
         .create()
         .map_err(|e| e.to_string())?;
+    let t0 = Instant::now();
+    if rate.is_some() {
+        let unix = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap_or_default();
+        eprintln!("cep-kafka: t0 {}", unix.as_nanos());
+    }
+    let mut behind = Duration::ZERO;
     let input: Box<dyn BufRead> = if file == "-" {
         Box::new(BufReader::new(std::io::stdin()))
     } else {
@@ -82,6 +100,13 @@ fn produce(url: &KafkaUrl, file: &str, key: Option<&str>) -> Result<(), String> 
             continue;
         }
         let k = key.and_then(|f| cep_kafka::sink::member_text(line.as_bytes(), f));
+        if let Some(r) = rate {
+            let due = t0 + Duration::from_secs_f64(sent as f64 / r);
+            match due.checked_duration_since(Instant::now()) {
+                Some(wait) => std::thread::sleep(wait),
+                None => behind = behind.max(Instant::now() - due),
+            }
+        }
         loop {
             let mut record = BaseRecord::to(url.topic()).payload(&line);
             if let Some(k) = k.as_deref() {
@@ -96,14 +121,22 @@ fn produce(url: &KafkaUrl, file: &str, key: Option<&str>) -> Result<(), String> 
             }
         }
         sent += 1;
+        if rate.is_some() {
+            producer.poll(Duration::ZERO);
+        }
     }
     producer.flush(TIMEOUT).map_err(|e| format!("{url}: not all messages acknowledged: {e}"))?;
     eprintln!("cep-kafka: {sent} messages sent to {url}");
+    if rate.is_some() {
+        eprintln!("cep-kafka: at most {} µs behind the pace", behind.as_micros());
+    }
     Ok(())
 }
 
-/// Prints every message of the topic, all partitions, to the end.
-fn consume(url: &KafkaUrl) -> Result<(), String> {
+/// Prints every message of the topic, all partitions, to the end (with
+/// `follow`: until none came for that long), each after its receive time
+/// with `stamp`.
+fn consume(url: &KafkaUrl, follow: Option<Duration>, stamp: bool) -> Result<(), String> {
     let partitions = cep_kafka::admin::partitions(&url.bootstrap(), url.topic(), TIMEOUT).map_err(|e| e.to_string())?;
     let consumer: BaseConsumer = ClientConfig::new()
         .set("bootstrap.servers", url.bootstrap())
@@ -120,14 +153,27 @@ fn consume(url: &KafkaUrl) -> Result<(), String> {
     let mut ended = BTreeSet::new();
     let mut out = std::io::stdout().lock();
     let mut last = Instant::now();
-    while ended.len() < partitions.len() {
-        if last.elapsed() > TIMEOUT {
+    loop {
+        match follow {
+            None if ended.len() == partitions.len() => break,
+            Some(quiet) if last.elapsed() > quiet => break,
+            _ => {}
+        }
+        if follow.is_none() && last.elapsed() > TIMEOUT {
             return Err(format!("{url}: nothing from the broker for {TIMEOUT:?}"));
         }
-        match consumer.poll(Duration::from_millis(100)) {
+        match consumer.poll(Duration::from_millis(if follow.is_some() { 1 } else { 100 })) {
             Some(Ok(m)) => {
                 last = Instant::now();
-                let written = out.write_all(m.payload().unwrap_or_default()).and_then(|()| out.write_all(b"\n"));
+                let mut written = Ok(());
+                if stamp {
+                    let unix = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap_or_default();
+                    written = write!(out, "{}\t", unix.as_nanos());
+                }
+                let written = written
+                    .and_then(|()| out.write_all(m.payload().unwrap_or_default()))
+                    .and_then(|()| out.write_all(b"\n"))
+                    .and_then(|()| if follow.is_some() { out.flush() } else { Ok(()) });
                 match written {
                     Ok(()) => {}
                     // The reader has what it wanted (`| head`).
