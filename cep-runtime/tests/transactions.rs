@@ -12,40 +12,12 @@
 use std::io::{self, Write};
 use std::sync::{Arc, Mutex};
 
-use cep_core::{Event, Schema, Sym, Value};
+use cep_core::Event;
 use cep_io::{EventSource, InputPosition, LineSink, Offsets, ReadError};
 use cep_runtime::job::{CheckpointSpec, Job, JobErrorKind, JobInput, JobSpec, QueryText};
 
-const QUERIES: &str = "QUERY ab PATTERN SEQ(A a, B b) WHERE [k] AND b.x > a.x WITHIN 40;\n\
-                       QUERY quiet PATTERN SEQ(A a, NOT B b WITHIN 15) WHERE [k]";
-
-fn schema() -> Schema {
-    let mut s = Schema::new();
-    s.field("k");
-    s.field("x");
-    s
-}
-
-fn events(n: usize) -> Vec<Event> {
-    let mut state = 0x2545_F491_4F6C_DD1Du64;
-    let mut rnd = move || {
-        state ^= state << 13;
-        state ^= state >> 7;
-        state ^= state << 17;
-        state
-    };
-    (0..n)
-        .map(|i| {
-            let ty = if rnd() % 3 == 0 { "B" } else { "A" };
-            Event::new(
-                Sym::new(ty),
-                i as i64 * 2,
-                0,
-                vec![Value::Int((rnd() % 7) as i64), Value::Int((rnd() % 100) as i64)],
-            )
-        })
-        .collect()
-}
+mod common;
+use common::{Dir, QUERIES, events, schema};
 
 /// What the "broker" keeps: committed lines, and the offset committed with
 /// them (one partition, 0).
@@ -143,14 +115,6 @@ impl LineSink for Producer {
             b.offset = Some(o[0].1);
         }
         Ok(())
-    }
-}
-
-struct Dir(std::path::PathBuf);
-
-impl Drop for Dir {
-    fn drop(&mut self) {
-        let _ = std::fs::remove_dir_all(&self.0);
     }
 }
 

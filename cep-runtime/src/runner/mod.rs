@@ -541,12 +541,13 @@ impl Runner {
     pub fn remove_query(&mut self, name: &str) -> bool {
         let Some(i) = self.infos.iter().position(|q| q.name == name) else { return false };
         let k = self.engine_of(i);
-        for (j, owners) in self.owners.iter_mut().enumerate() {
-            if owners.remove(i) && j == k {
-                self.engines.remove(k);
-            }
+        // Every engine's queries move down past `i`; the engine of `i` goes
+        // when `i` was its last.
+        let emptied: Vec<bool> = self.owners.iter_mut().map(|o| o.remove(i)).collect();
+        if emptied[k] {
+            self.engines.remove(k);
+            self.owners.remove(k);
         }
-        self.owners.retain(|o| o.queries().next().is_some());
         let info = self.infos.remove(i);
         let count = self.summary.matches.remove(i);
         if i < self.summary.queries.len() {
